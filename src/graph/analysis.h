@@ -1,0 +1,62 @@
+// analysis.h — what `emo analyze` reports about a trace: graph size, replay fidelity, critical
+// path, slack and the three kinds of asynchrony that create slack (GPU compute overlapping
+// communication, CPU work, or other GPUs).
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "graph/builder.h"
+#include "graph/graph.h"
+#include "trace/trace.h"
+
+namespace emo {
+
+struct Overlap {
+  double compute_ms = 0;          // union of compute-kernel time
+  double with_comm_ms = 0;        // ... while NCCL kernels of the same rank run
+  double with_cpu_ms = 0;         // ... while the rank's CPU threads run (not blocked in a sync)
+  double with_other_gpus_ms = 0;  // ... while other ranks' compute kernels run
+};
+
+struct SpanStats {
+  std::array<int64_t, kNodeKinds> nodes{};
+  std::array<int64_t, kEdgeKinds> edges{};
+  double observed_ms = 0;     // first to last event, as traced
+  double replayed_ms = 0;     // the same span after replaying the graph with measured durations
+  double replay_error = 0;    // (replayed - observed) / observed
+  double start_error_p50_us = 0;  // |replayed - observed| start of GPU ops
+  double start_error_p95_us = 0;
+  double gpu_slack_ms = 0;    // sum over compute kernels of latest - earliest completion
+  Overlap overlap;
+  int64_t iterations = 0;     // ProfilerStep markers
+  double iteration_ms = 0;    // their mean observed duration
+};
+
+// The critical path's length split into what advanced it: node time by kind and by lane, edge
+// latency (launch/sync latencies between nodes) and idle time (waiting for an anchored start).
+// by_kind_ms + edge_latency_ms + idle_ms == total_ms.
+struct CriticalPathStats {
+  double total_ms = 0;
+  std::array<double, kNodeKinds> by_kind_ms{};
+  double edge_latency_ms = 0;  // launch/sync latencies on the path
+  double idle_ms = 0;          // anchored starts the path waits for
+  struct Lane {
+    std::string name;          // "rank 0 stream 7", "rank 0 thread 1"
+    double ms = 0;
+  };
+  std::vector<Lane> by_lane;   // descending
+  int64_t nodes = 0;
+};
+
+struct Analysis {
+  std::vector<SpanStats> ranks;
+  SpanStats total;
+  CriticalPathStats critical_path;
+  std::vector<uint32_t> critical_nodes;  // node ids, first to last
+};
+
+Analysis Analyze(const Trace& trace, const Graph& g);
+
+}  // namespace emo

@@ -1,0 +1,43 @@
+// builder.h — turns a Trace (one or more ranks) into an execution Graph.
+//
+// Per rank: each CPU thread becomes a chain call -> gap -> call ...; each GPU op a node, chained
+// per stream; launches link calls to their ops by correlation id; blocking calls wait for the
+// GPU work they synchronise with; cudaEventRecord/cudaStreamWaitEvent pairs order two streams.
+// Across ranks: NCCL kernels of one collective meet at a zero-length barrier node.
+//
+// Where the trace says what was awaited (cuda_sync records, Nsight SYNCHRONIZATION rows) the
+// edge is exact; otherwise it is inferred and counted in BuildReport so that users learn the
+// trace lacks information (profile with cuda_sync events enabled for exact waits).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "trace/trace.h"
+
+namespace emo {
+
+struct RankBuildReport {
+  double launch_latency_ns = 0;     // median kernel start - launch call start, on idle streams
+  double copy_latency_ns = 0;       // the same for memcpy/memset ops from pinned/device memory
+  double pageable_copy_latency_ns = 0;  // median copy end - call end for pageable-memory copies
+  double sync_return_ns = 0;        // median call end - awaited op end over calls that blocked
+  int64_t waits_exact = 0;          // stream waits / syncs resolved from sync records
+  int64_t waits_inferred = 0;       // resolved by heuristics (no sync record)
+  int64_t waits_unresolved = 0;     // a wait whose source or target could not be found
+  int64_t ops_without_launch = 0;   // GPU ops whose launching call is not in the trace
+  int64_t collectives_matched = 0;  // NCCL kernels joined to peers on other loaded ranks
+  int64_t collectives_unmatched = 0;// NCCL kernels with no peer loaded (duration kept as measured)
+  int64_t calls_nested = 0;         // API calls inside another call on the same thread (merged)
+};
+
+struct BuildReport {
+  std::vector<RankBuildReport> ranks;
+  std::vector<std::string> notes;   // what was inferred or missing, for the user
+};
+
+// Builds the graph. Returns false with *err on bad input (duplicate correlation ids, cycles).
+bool BuildGraph(const Trace& trace, Graph* graph, BuildReport* report, std::string* err);
+
+}  // namespace emo

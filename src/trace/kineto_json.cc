@@ -1,0 +1,357 @@
+// kineto_json.cc — streaming (simdjson On-Demand) reader for Kineto Chrome-trace JSON.
+#include "trace/kineto_json.h"
+
+#include <simdjson.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include "util/file.h"
+
+namespace emo {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+// Fields of one trace event that matter; views point into the parser's buffers.
+struct RawEvent {
+  std::string_view ph, cat, name;
+  int64_t pid = 0, tid = 0;
+  int64_t ts_ns = 0, dur_ns = 0;
+  bool has_ts = false;
+  // args
+  int64_t correlation = -1, stream = -1, device = -1, bytes = -1;
+  int64_t wait_on_stream = -1, record_corr = -1, event_id = -1;
+  int64_t in_nelems = -1;
+  std::string_view sync_kind, process_group, dtype;
+};
+
+// Parses a JSON number token in microseconds into integer nanoseconds without going through
+// double, so that 1712195495520883.123 keeps its nanoseconds.
+bool MicrosToNanos(std::string_view tok, int64_t* out) {
+  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t'))
+    tok.remove_suffix(1);
+  if (tok.size() >= 2 && tok.front() == '"' && tok.back() == '"') tok = tok.substr(1, tok.size() - 2);
+  if (tok.empty()) return false;
+  bool neg = tok.front() == '-';
+  if (neg) tok.remove_prefix(1);
+  size_t dot = tok.find('.');
+  std::string_view ip = tok.substr(0, dot);
+  if (tok.find_first_of("eE") != std::string_view::npos) {  // rare: exponent form
+    std::string s(tok);
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size() || !std::isfinite(v) || std::fabs(v) > 9e15) return false;
+    *out = static_cast<int64_t>(std::llround(v * 1000.0)) * (neg ? -1 : 1);
+    return true;
+  }
+  int64_t us = 0;
+  if (ip.empty()) return false;
+  auto r = std::from_chars(ip.data(), ip.data() + ip.size(), us);
+  if (r.ec != std::errc() || r.ptr != ip.data() + ip.size() || us > INT64_MAX / 1000 - 1) return false;
+  int64_t ns = us * 1000;
+  if (dot != std::string_view::npos) {
+    std::string_view frac = tok.substr(dot + 1);
+    int64_t scale = 100;
+    for (size_t i = 0; i < frac.size(); ++i) {
+      char c = frac[i];
+      if (c < '0' || c > '9') return false;
+      if (i < 3) ns += (c - '0') * scale, scale /= 10;
+      else if (i == 3 && c >= '5') ns += 1;  // round half up at the nanosecond
+    }
+  }
+  *out = neg ? -ns : ns;
+  return true;
+}
+
+// Reads an integer that Kineto may have written as a number, a float or a quoted string.
+bool ReadInt(od::value v, int64_t* out) {
+  auto type = v.type();
+  if (type.error()) return false;
+  switch (type.value_unsafe()) {
+    case od::json_type::number: {
+      od::number n;
+      if (v.get_number().get(n)) return false;
+      if (n.is_int64()) *out = n.get_int64();
+      else if (n.is_uint64()) *out = static_cast<int64_t>(n.get_uint64());
+      else {
+        double d = n.get_double();
+        if (!std::isfinite(d) || std::fabs(d) > 9.2e18) return false;
+        *out = static_cast<int64_t>(d);
+      }
+      return true;
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      if (v.get_string().get(s)) return false;
+      auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+      return r.ec == std::errc();
+    }
+    default: return false;
+  }
+}
+
+int64_t DtypeBytes(std::string_view t) {
+  if (t == "Float" || t == "Int" || t == "float32" || t == "int32") return 4;
+  if (t == "Half" || t == "BFloat16" || t == "Short") return 2;
+  if (t == "Double" || t == "Long" || t == "int64" || t == "float64") return 8;
+  if (t == "Byte" || t == "Char" || t == "Bool" || t == "int8" || t == "uint8") return 1;
+  return -1;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view source, const char* data, size_t size, Trace* trace, std::string* err)
+      : source_(source), data_(data), size_(size), trace_(trace), err_(err) {}
+
+  bool Run(size_t capacity);
+
+ private:
+  bool Fail(const char* where, const std::string& what) {
+    size_t off = where && where >= data_ && where <= data_ + size_ ? static_cast<size_t>(where - data_) : size_;
+    *err_ = std::string(source_) + ": byte " + std::to_string(off) + ": " + what;
+    return false;
+  }
+  bool FailDoc(simdjson::error_code e, const std::string& what) {
+    const char* loc = nullptr;
+    if (doc_.current_location().get(loc)) loc = nullptr;
+    return Fail(loc, what + " (" + simdjson::error_message(e) + ")");
+  }
+  bool ParseEvents(od::array events);
+  bool ParseEvent(od::object ev, RawEvent* e);
+  bool ParseArgs(od::object args, RawEvent* e);
+  bool Store(const RawEvent& e);
+
+  std::string_view source_;
+  const char* data_;
+  size_t size_;
+  Trace* trace_;
+  std::string* err_;
+  od::parser parser_;
+  od::document doc_;
+  RankTrace rank_;
+  int64_t base_ns_ = 0;
+  int64_t event_index_ = 0;
+};
+
+#define EMO_TRY(expr, what)                         \
+  do {                                              \
+    if (auto _e = (expr); _e) return FailDoc(_e, what); \
+  } while (0)
+
+bool Parser::Run(size_t capacity) {
+  rank_.source = std::string(source_);
+  rank_.rank = static_cast<int32_t>(trace_->ranks.size());
+  bool rank_given = false;
+  simdjson::padded_string_view input(data_, size_, capacity);
+  if (auto e = parser_.iterate(input).get(doc_); e) return Fail(data_, std::string("not JSON (") + simdjson::error_message(e) + ")");
+  od::object top;
+  EMO_TRY(doc_.get_object().get(top), "top level is not a JSON object");
+  bool saw_events = false;
+  for (auto field : top) {
+    std::string_view key;
+    EMO_TRY(field.unescaped_key().get(key), "bad key");
+    od::value v;
+    EMO_TRY(field.value().get(v), "bad value");
+    if (key == "traceEvents") {
+      od::array arr;
+      EMO_TRY(v.get_array().get(arr), "traceEvents is not an array");
+      if (!ParseEvents(arr)) return false;
+      saw_events = true;
+    } else if (key == "distributedInfo") {
+      od::object di;
+      if (v.get_object().get(di)) continue;  // null or odd: not distributed
+      for (auto f : di) {
+        std::string_view k;
+        EMO_TRY(f.unescaped_key().get(k), "bad key in distributedInfo");
+        int64_t x;
+        if (k == "rank") {
+          od::value dv;
+          EMO_TRY(f.value().get(dv), "bad distributedInfo.rank");
+          if (ReadInt(dv, &x)) rank_.rank = static_cast<int32_t>(x), rank_given = true;
+        } else if (k == "world_size") {
+          od::value dv;
+          EMO_TRY(f.value().get(dv), "bad distributedInfo.world_size");
+          if (ReadInt(dv, &x)) rank_.world_size = static_cast<int32_t>(x);
+        }
+      }
+    } else if (key == "deviceProperties") {
+      od::array props;
+      if (v.get_array().get(props)) continue;
+      for (auto p : props) {
+        od::object po;
+        if (p.get_object().get(po)) continue;
+        std::string_view name;
+        if (rank_.gpu_name.empty() && !po.find_field_unordered("name").get_string().get(name))
+          rank_.gpu_name = std::string(name);
+      }
+    } else if (key == "baseTimeNanoseconds") {
+      if (!ReadInt(v, &base_ns_)) return FailDoc(simdjson::INCORRECT_TYPE, "baseTimeNanoseconds is not an integer");
+    } else if (key == "host_name") {
+      std::string_view h;
+      if (!v.get_string().get(h)) rank_.clock_id = static_cast<int64_t>(std::hash<std::string_view>{}(h) >> 1);
+    }
+  }
+  if (!saw_events) return Fail(data_ + size_, "no traceEvents array");
+  (void)rank_given;
+  if (base_ns_ != 0) {
+    for (auto& c : rank_.calls) c.start_ns += base_ns_, c.end_ns += base_ns_;
+    for (auto& o : rank_.ops) o.start_ns += base_ns_, o.end_ns += base_ns_;
+    for (auto& it : rank_.iterations) it.start_ns += base_ns_, it.end_ns += base_ns_;
+  }
+  rank_.events_read = event_index_;
+  rank_.Finish();
+  trace_->ranks.push_back(std::move(rank_));
+  return true;
+}
+
+bool Parser::ParseEvents(od::array events) {
+  for (auto item : events) {
+    od::object ev;
+    EMO_TRY(item.get_object().get(ev), "trace event #" + std::to_string(event_index_) + " is not an object");
+    RawEvent e;
+    if (!ParseEvent(ev, &e)) return false;
+    if (!Store(e)) return false;
+    ++event_index_;
+  }
+  return true;
+}
+
+bool Parser::ParseEvent(od::object ev, RawEvent* e) {
+  for (auto field : ev) {
+    od::raw_json_string rkey;
+    EMO_TRY(field.key().get(rkey), "bad key in event #" + std::to_string(event_index_));
+    od::value v;
+    EMO_TRY(field.value().get(v), "bad value in event #" + std::to_string(event_index_));
+    // Keys are compared unescaped against plain ASCII names.
+    if (rkey == "ph") {
+      EMO_TRY(v.get_string().get(e->ph), "event #" + std::to_string(event_index_) + ": ph is not a string");
+    } else if (rkey == "cat") {
+      EMO_TRY(v.get_string().get(e->cat), "event #" + std::to_string(event_index_) + ": cat is not a string");
+    } else if (rkey == "name") {
+      if (v.get_string().get(e->name)) e->name = {};
+    } else if (rkey == "pid") {
+      if (!ReadInt(v, &e->pid)) e->pid = -1;  // "Spans", "Traces": not a CUDA thread
+    } else if (rkey == "tid") {
+      if (!ReadInt(v, &e->tid)) e->tid = -1;
+    } else if (rkey == "ts") {
+      std::string_view tok = v.raw_json_token();
+      if (!MicrosToNanos(tok, &e->ts_ns)) return FailDoc(simdjson::NUMBER_ERROR, "event #" + std::to_string(event_index_) + ": ts is not a number");
+      e->has_ts = true;
+    } else if (rkey == "dur") {
+      std::string_view tok = v.raw_json_token();
+      if (!MicrosToNanos(tok, &e->dur_ns)) return FailDoc(simdjson::NUMBER_ERROR, "event #" + std::to_string(event_index_) + ": dur is not a number");
+    } else if (rkey == "args") {
+      od::object args;
+      if (v.get_object().get(args)) continue;
+      if (!ParseArgs(args, e)) return false;
+    }
+  }
+  return true;
+}
+
+bool Parser::ParseArgs(od::object args, RawEvent* e) {
+  for (auto field : args) {
+    od::raw_json_string rkey;
+    EMO_TRY(field.key().get(rkey), "bad args key in event #" + std::to_string(event_index_));
+    od::value v;
+    EMO_TRY(field.value().get(v), "bad args value in event #" + std::to_string(event_index_));
+    int64_t* target = nullptr;
+    std::string_view* text = nullptr;
+    if (rkey == "correlation") target = &e->correlation;
+    else if (rkey == "stream") target = &e->stream;
+    else if (rkey == "device") target = &e->device;
+    else if (rkey == "bytes") target = &e->bytes;
+    else if (rkey == "wait_on_stream") target = &e->wait_on_stream;
+    else if (rkey == "wait_on_cuda_event_record_corr_id") target = &e->record_corr;
+    else if (rkey == "wait_on_cuda_event_id") target = &e->event_id;
+    else if (rkey == "In msg nelems") target = &e->in_nelems;
+    else if (rkey == "cuda_sync_kind") text = &e->sync_kind;
+    else if (rkey == "Process Group Name") text = &e->process_group;
+    else if (rkey == "dtype") text = &e->dtype;
+    if (target && !ReadInt(v, target)) *target = -1;
+    if (text && v.get_string().get(*text)) *text = {};
+  }
+  return true;
+}
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+bool Parser::Store(const RawEvent& e) {
+  if (e.ph != "X") {
+    return true;  // flows, instants, metadata: not needed for the graph
+  }
+  if (!e.has_ts) return Fail(data_ + size_, "event #" + std::to_string(event_index_) + " has no ts");
+  int64_t dur = e.dur_ns < 0 ? 0 : e.dur_ns;  // Kineto writes -1 for unfinished events
+  const std::string_view cat = e.cat;
+  if (cat == "cuda_runtime" || cat == "cuda_driver") {
+    CpuCall c;
+    c.start_ns = e.ts_ns;
+    c.end_ns = e.ts_ns + dur;
+    c.correlation = e.correlation;
+    c.thread = rank_.ThreadIndex(e.pid, e.tid);
+    c.name = trace_->names.Intern(e.name);
+    c.kind = ClassifyCall(e.name);
+    rank_.calls.push_back(c);
+  } else if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
+    GpuOp o;
+    o.start_ns = e.ts_ns;
+    o.end_ns = e.ts_ns + dur;
+    o.correlation = e.correlation;
+    o.stream = e.stream >= 0 ? e.stream : e.tid;
+    o.device = static_cast<int32_t>(e.device >= 0 ? e.device : e.pid);
+    o.name = trace_->names.Intern(e.name);
+    o.kind = cat == "kernel" ? GpuOpKind::kKernel : cat == "gpu_memcpy" ? GpuOpKind::kMemcpy : GpuOpKind::kMemset;
+    o.is_comm = o.kind == GpuOpKind::kKernel && (StartsWith(e.name, "nccl") || StartsWith(e.name, "rccl") ||
+                                                  StartsWith(e.name, "void nccl"));
+    if (!e.process_group.empty()) o.process_group = trace_->names.Intern(e.process_group);
+    o.bytes = e.bytes;
+    if (o.bytes < 0 && e.in_nelems >= 0) {
+      int64_t b = DtypeBytes(e.dtype);
+      if (b > 0) o.bytes = e.in_nelems * b;
+    }
+    rank_.ops.push_back(o);
+  } else if (cat == "cuda_sync") {
+    SyncRecord s;
+    std::string_view k = e.sync_kind.empty() ? e.name : e.sync_kind;
+    if (k == "Stream Sync") s.kind = SyncKind::kStreamSync;
+    else if (k == "Event Sync") s.kind = SyncKind::kEventSync;
+    else if (k == "Context Sync") s.kind = SyncKind::kContextSync;
+    else if (k == "Stream Wait Event") s.kind = SyncKind::kStreamWaitEvent;
+    else return true;  // a kind this version does not know: it adds no edge
+    s.correlation = e.correlation;
+    s.stream = e.stream == 4294967295LL ? -1 : e.stream;
+    s.wait_on_stream = e.wait_on_stream;
+    s.record_correlation = e.record_corr;
+    s.event_id = e.event_id;
+    rank_.syncs.push_back(s);
+  } else if ((cat == "user_annotation" || cat == "cpu_op") && StartsWith(e.name, "ProfilerStep#")) {
+    Iteration it;
+    it.start_ns = e.ts_ns;
+    it.end_ns = e.ts_ns + dur;
+    std::string_view n = e.name.substr(13);
+    if (std::from_chars(n.data(), n.data() + n.size(), it.step).ec != std::errc()) it.step = -1;
+    // PyTorch writes each step twice (cpu_op and user_annotation): keep one.
+    for (const auto& old : rank_.iterations)
+      if (old.start_ns == it.start_ns && old.step == it.step) return true;
+    rank_.iterations.push_back(it);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ParseKinetoJson(std::string_view source, const char* data, size_t size, size_t capacity,
+                     Trace* trace, std::string* err) {
+  Parser p(source, data, size, trace, err);
+  return p.Run(capacity);
+}
+
+bool LoadKinetoJson(const std::string& path, Trace* trace, std::string* err) {
+  std::string buf;
+  if (!ReadFileMaybeGz(path, &buf, err)) return false;
+  return ParseKinetoJson(path, buf.data(), buf.size(), buf.capacity(), trace, err);
+}
+
+}  // namespace emo

@@ -1,0 +1,22 @@
+// load.h — loads traces from files and directories, choosing the reader by content:
+// SQLite files (magic "SQLite format 3") go to the Nsight Systems importer, everything else to
+// the Kineto JSON importer. A directory loads every *.json, *.json.gz and *.sqlite in it, sorted.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trace/trace.h"
+
+namespace emo {
+
+// Expands directories into the trace files they hold. Fails on a missing path.
+bool ExpandTracePaths(const std::vector<std::string>& paths, std::vector<std::string>* files, std::string* err);
+
+// Loads every file into `trace` (one rank per Kineto file, one per process of a SQLite file).
+// `progress`, when set, is called before each file with (index, count, path).
+bool LoadTraces(const std::vector<std::string>& files, Trace* trace, std::string* err,
+                const std::function<void(size_t, size_t, const std::string&)>& progress = {});
+
+}  // namespace emo

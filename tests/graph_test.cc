@@ -1,0 +1,259 @@
+// graph_test.cc — the graph builder on hand-made traces, one per edge kind, with replay times,
+// critical paths and what-if answers computed by hand (all times in microseconds below).
+#include "graph/builder.h"
+
+#include <fmt/core.h>
+
+#include <gtest/gtest.h>
+
+#include "graph/replay.h"
+#include "test_util.h"
+
+namespace emo {
+namespace {
+
+using test::AddKinetoRank;
+using test::Build;
+using test::FindNode;
+
+// Event builders for inline Kineto JSON (µs).
+std::string Call(const char* name, double ts, double dur, int corr, int tid = 1) {
+  return fmt::format(R"({{"ph":"X","cat":"cuda_runtime","name":"{}","pid":1,"tid":{},"ts":{},"dur":{},"args":{{"correlation":{}}}}})",
+                     name, tid, ts, dur, corr);
+}
+std::string Op(const char* cat, const char* name, int stream, double ts, double dur, int corr) {
+  return fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":0,"tid":{},"ts":{},"dur":{},"args":{{"device":0,"stream":{},"correlation":{}}}}})",
+                     cat, name, stream, ts, dur, stream, corr);
+}
+std::string Kernel(const char* name, int stream, double ts, double dur, int corr) {
+  return Op("kernel", name, stream, ts, dur, corr);
+}
+std::string SyncRec(const char* kind, int corr, int stream, int wait_on_stream = -1, int record_corr = -1) {
+  return fmt::format(R"({{"ph":"X","cat":"cuda_sync","name":"{}","pid":0,"tid":{},"ts":0,"dur":0,"args":{{"cuda_sync_kind":"{}","stream":{},"wait_on_stream":{},"wait_on_cuda_event_record_corr_id":{},"correlation":{}}}}})",
+                     kind, stream, kind, stream, wait_on_stream, record_corr, corr);
+}
+std::string TraceJson(const std::vector<std::string>& events, const std::string& extra = "") {
+  std::string s = "{" + extra + "\"traceEvents\": [";
+  for (size_t i = 0; i < events.size(); ++i) s += (i ? "," : "") + events[i];
+  return s + "]}";
+}
+
+struct Replayed {
+  std::vector<double> finish;
+  std::vector<uint32_t> crit;
+  double end = 0;
+};
+Replayed ReplayAll(const Graph& g) {
+  Replayed r;
+  r.finish.resize(g.nodes());
+  r.crit.resize(g.nodes());
+  r.end = Replay(g, g.duration, r.finish, r.crit);
+  return r;
+}
+int64_t Count(const Graph& g, EdgeKind k) {
+  return std::count(g.pred_kind.begin(), g.pred_kind.end(), k);
+}
+// Finish time in µs relative to the earliest event.
+double Us(const Replayed& r, uint32_t v) { return r.finish[v] / 1000; }
+
+// Thread:  A [0,10] ─gap 10─► B [20,30]
+// Stream 7:      K1 [15,115] ──► K2 [115,215]
+// Launch latency (start to start, idle stream): K1: 15. K2's stream was busy: no sample.
+// Replay: K1 = max(A.start + 15) + 100 = 115; K2 = max(115, 20 + 15) + 100 = 215.
+TEST(GraphBuilder, LaunchStreamAndThreadOrder) {
+  Trace t;
+  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaLaunchKernel", 20, 10, 2),
+                           Kernel("K1", 7, 15, 100, 1), Kernel("K2", 7, 115, 100, 2)}),
+                &t);
+  Graph g;
+  BuildReport rep;
+  Build(t, &g, &rep);
+  EXPECT_EQ(g.nodes(), 5u);  // 2 calls, 1 gap, 2 kernels
+  EXPECT_EQ(Count(g, EdgeKind::kThread), 2);
+  EXPECT_EQ(Count(g, EdgeKind::kLaunch), 2);
+  EXPECT_EQ(Count(g, EdgeKind::kStream), 1);
+  EXPECT_DOUBLE_EQ(rep.ranks[0].launch_latency_ns, 15000);
+  Replayed r = ReplayAll(g);
+  uint32_t k1 = FindNode(t, g, "K1"), k2 = FindNode(t, g, "K2");
+  EXPECT_DOUBLE_EQ(Us(r, k1), 115);
+  EXPECT_DOUBLE_EQ(Us(r, k2), 215);
+  std::vector<uint32_t> path = CriticalPath(r.finish, r.crit);
+  ASSERT_EQ(path.size(), 3u);  // A -> K1 -> K2
+  EXPECT_EQ(t.names.Get(g.name[path[0]]), "cudaLaunchKernel");
+  EXPECT_EQ(path[1], k1);
+  EXPECT_EQ(path[2], k2);
+  // What-if: K1 at 50 µs lets K2 start at max(15 + 50, 35) = 65 and end at 165.
+  WhatIf w(g, std::vector<double>(g.nodes(), 0.0));
+  WhatIf::Change c{k1, 50000, 0};
+  EXPECT_DOUBLE_EQ(w.Evaluate(std::span(&c, 1)).end, 165000);
+}
+
+// A cudaStreamSynchronize that blocked ends when the awaited kernel ends plus the return latency
+// (5 µs = 120 - 115), whatever its own measured duration.
+// Thread: A [0,10] gap S [12,120] gap C [130,135];  stream 7: K1 [15,115]  K2 [145,155]
+// Replay: K1 115; S = 115 + 5 = 120; gap 10 -> 130; C 135; K2 = max(115, 130 + 15) + 10 = 155.
+TEST(GraphBuilder, StreamSyncWaitsForAwaitedKernel) {
+  Trace t;
+  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaStreamSynchronize", 12, 108, 2),
+                           Call("cudaLaunchKernel", 130, 5, 3), Kernel("K1", 7, 15, 100, 1), Kernel("K2", 7, 145, 10, 3),
+                           SyncRec("Stream Sync", 2, 7)}),
+                &t);
+  Graph g;
+  BuildReport rep;
+  Build(t, &g, &rep);
+  EXPECT_EQ(Count(g, EdgeKind::kSync), 1);
+  EXPECT_EQ(rep.ranks[0].waits_exact, 1);
+  EXPECT_DOUBLE_EQ(rep.ranks[0].sync_return_ns, 5000);
+  Replayed r = ReplayAll(g);
+  uint32_t s = FindNode(t, g, "cudaStreamSynchronize");
+  EXPECT_DOUBLE_EQ(g.duration[s], 0);
+  EXPECT_DOUBLE_EQ(Us(r, s), 120);
+  EXPECT_DOUBLE_EQ(Us(r, FindNode(t, g, "K2")), 155);
+  // Slowing K1 by 50 µs delays the CPU and so K2 by 50 µs.
+  WhatIf w(g, std::vector<double>(g.nodes(), 0.0));
+  WhatIf::Change c{FindNode(t, g, "K1"), 150000, 0};
+  EXPECT_DOUBLE_EQ(w.Evaluate(std::span(&c, 1)).end, 205000);
+  // The same trace without the cuda_sync record: the awaited op is inferred.
+  Trace t2;
+  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaStreamSynchronize", 12, 108, 2),
+                           Call("cudaLaunchKernel", 130, 5, 3), Kernel("K1", 7, 15, 100, 1), Kernel("K2", 7, 145, 10, 3)}),
+                &t2);
+  Graph g2;
+  Build(t2, &g2, &rep);
+  EXPECT_EQ(rep.ranks[0].waits_inferred, 1);
+  EXPECT_DOUBLE_EQ(ReplayAll(g2).end, r.end);
+}
+
+// cudaEventRecord on stream 7 after K1, cudaStreamWaitEvent on stream 20 before K2:
+// K2 (launched at 14 µs) must wait for K1 (ends 105).
+// Thread: A [0,4] R [6,8] W [10,12] B [14,18];  stream 7: K1 [5,105];  stream 20: K2 [105,125]
+TEST(GraphBuilder, EventRecordOrdersStreams) {
+  std::vector<std::string> ev = {Call("cudaLaunchKernel", 0, 4, 1), Call("cudaEventRecord", 6, 2, 2),
+                                 Call("cudaStreamWaitEvent", 10, 2, 3), Call("cudaLaunchKernel", 14, 4, 4),
+                                 Kernel("K1", 7, 5, 100, 1), Kernel("K2", 20, 105, 20, 4)};
+  for (bool with_record : {true, false}) {
+    Trace t;
+    std::vector<std::string> e = ev;
+    if (with_record) e.push_back(SyncRec("Stream Wait Event", 3, 20, 7, 2));
+    AddKinetoRank(TraceJson(e), &t);
+    Graph g;
+    BuildReport rep;
+    Build(t, &g, &rep);
+    EXPECT_EQ(Count(g, EdgeKind::kEventWait), 1) << with_record;
+    EXPECT_EQ(with_record ? rep.ranks[0].waits_exact : rep.ranks[0].waits_inferred, 1);
+    Replayed r = ReplayAll(g);
+    uint32_t k1 = FindNode(t, g, "K1"), k2 = FindNode(t, g, "K2");
+    EXPECT_DOUBLE_EQ(Us(r, k2), 125);
+    EXPECT_EQ(r.crit[k2], k1);
+    // K2's launch is not an idle-stream sample (it waited on an event): latency is K1's 5 µs.
+    EXPECT_DOUBLE_EQ(rep.ranks[0].launch_latency_ns, 5000);
+  }
+}
+
+// cudaDeviceSynchronize waits for the last op of every stream.
+// Thread: A [0,2] B [3,5] D [6,300] X [310,312];  stream 7: K1 [10,110];  stream 20: K2 [8,258]
+TEST(GraphBuilder, DeviceSyncWaitsForAllStreams) {
+  Trace t;
+  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 2, 1), Call("cudaLaunchKernel", 3, 2, 2),
+                           Call("cudaDeviceSynchronize", 6, 294, 3), Call("cudaMalloc", 310, 2, 4),
+                           Kernel("K1", 7, 10, 100, 1), Kernel("K2", 20, 8, 250, 2)}),
+                &t);
+  Graph g;
+  BuildReport rep;
+  Build(t, &g, &rep);
+  EXPECT_EQ(Count(g, EdgeKind::kSync), 2);
+  // Return latency 300 - 258 = 42 µs. Launch latency median of {10, 5} picks 10:
+  // K1 = 0 + 10 + 100 = 110, K2 = 3 + 10 + 250 = 263, D = 263 + 42 = 305, X = 305 + 10 + 2 = 317.
+  Replayed r = ReplayAll(g);
+  uint32_t d = FindNode(t, g, "cudaDeviceSynchronize");
+  EXPECT_DOUBLE_EQ(Us(r, d), 305);
+  EXPECT_EQ(r.crit[d], FindNode(t, g, "K2"));
+  EXPECT_DOUBLE_EQ(r.end / 1000, 317);
+}
+
+// A synchronous cudaMemcpy: its CPU part ends when the copy is submitted; the thread goes on only
+// after the copy ends plus the return latency.
+// Thread: M [0,100] gap X [110,115];  stream 7: copy [20,90] then K [120,130]
+TEST(GraphBuilder, BlockingCopyHoldsTheThread) {
+  Trace t;
+  AddKinetoRank(TraceJson({Call("cudaMemcpy", 0, 100, 1), Call("cudaLaunchKernel", 110, 5, 2),
+                           Op("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 7, 20, 70, 1), Kernel("K", 7, 120, 10, 2)}),
+                &t);
+  Graph g;
+  BuildReport rep;
+  Build(t, &g, &rep);
+  EXPECT_EQ(Count(g, EdgeKind::kBlockingCopy), 1);
+  EXPECT_DOUBLE_EQ(rep.ranks[0].sync_return_ns, 10000);
+  Replayed r = ReplayAll(g);
+  EXPECT_DOUBLE_EQ(Us(r, FindNode(t, g, "cudaMemcpy")), 20);
+  EXPECT_DOUBLE_EQ(Us(r, FindNode(t, g, "cudaLaunchKernel")), 115);
+  EXPECT_DOUBLE_EQ(Us(r, FindNode(t, g, "K")), 130);
+  // A slower copy holds the CPU and everything after it.
+  WhatIf w(g, std::vector<double>(g.nodes(), 0.0));
+  WhatIf::Change c{FindNode(t, g, "Memcpy DtoH (Device -> Pinned)"), 100000, 0};
+  EXPECT_DOUBLE_EQ(w.Evaluate(std::span(&c, 1)).end, 160000);
+}
+
+// Two ranks, one all-reduce. Rank 1 launches 50 µs later; both kernels end at 105.
+// Rank 0: L0 [0,2] -> N0 [5,105];  rank 1: L1 [50,52] -> N1 [55,105]; shared host clock.
+// The transfer runs from the last arrival (55) to the end: 50 µs on both ranks.
+TEST(GraphBuilder, CollectiveJoinsRanks) {
+  Trace t;
+  const char* nccl = "ncclKernel_AllReduce_RING_LL_Sum_float";
+  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 2, 1), Kernel(nccl, 9, 5, 100, 1)},
+                          R"("distributedInfo": {"rank": 0, "world_size": 2},)"),
+                &t, "r0.json");
+  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 50, 2, 1), Kernel(nccl, 9, 55, 50, 1)},
+                          R"("distributedInfo": {"rank": 1, "world_size": 2},)"),
+                &t, "r1.json");
+  Graph g;
+  BuildReport rep;
+  Build(t, &g, &rep);
+  EXPECT_EQ(Count(g, EdgeKind::kCollective), 2);
+  EXPECT_EQ(rep.ranks[0].collectives_matched, 1);
+  EXPECT_EQ(rep.ranks[1].collectives_matched, 1);
+  Replayed r = ReplayAll(g);
+  EXPECT_DOUBLE_EQ(r.end / 1000, 105);
+  uint32_t n0 = UINT32_MAX, l1 = UINT32_MAX;
+  for (uint32_t v = 0; v < g.nodes(); ++v) {
+    if (g.kind[v] == NodeKind::kComm && g.rank[v] == 0) n0 = v;
+    if (g.kind[v] == NodeKind::kCpuCall && g.rank[v] == 1) l1 = v;
+  }
+  EXPECT_DOUBLE_EQ(g.duration[n0], 50000);
+  // Rank 1's CPU is on rank 0's critical path: 10 µs more there delays rank 0's kernel.
+  WhatIf w(g, std::vector<double>(g.nodes(), 0.0));
+  WhatIf::Change c{l1, 12000, 0};
+  EXPECT_DOUBLE_EQ(w.Evaluate(std::span(&c, 1)).end, 115000);
+  EXPECT_DOUBLE_EQ(w.finish()[n0], 115000);
+}
+
+// Two stream waits whose sync records point at each other's later work form a cycle, which the
+// builder reports by naming its nodes.
+TEST(GraphBuilder, CycleIsAnError) {
+  Trace t;
+  AddKinetoRank(TraceJson({Call("cudaStreamWaitEvent", 0, 1, 3), Call("cudaLaunchKernel", 2, 1, 4),
+                           Call("cudaStreamWaitEvent", 4, 1, 5), Call("cudaLaunchKernel", 6, 1, 6),
+                           Kernel("Ka", 20, 10, 5, 4), Kernel("Kb", 7, 20, 5, 6),
+                           SyncRec("Stream Wait Event", 3, 20, 7, 10), SyncRec("Stream Wait Event", 5, 7, 20, 5)}),
+                &t);
+  Graph g;
+  BuildReport rep;
+  std::string err;
+  EXPECT_FALSE(BuildGraph(t, &g, &rep, &err));
+  EXPECT_NE(err.find("dependency cycle"), std::string::npos) << err;
+  EXPECT_NE(err.find("'Ka'"), std::string::npos) << err;
+  EXPECT_NE(err.find("'Kb'"), std::string::npos) << err;
+}
+
+TEST(GraphBuilder, DuplicateCorrelationIsAnError) {
+  Trace t;
+  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 1, 1), Call("cudaLaunchKernel", 2, 1, 1)}), &t, "dup.json");
+  Graph g;
+  BuildReport rep;
+  std::string err;
+  EXPECT_FALSE(BuildGraph(t, &g, &rep, &err));
+  EXPECT_NE(err.find("dup.json: duplicate correlation id 1"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace emo

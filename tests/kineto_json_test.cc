@@ -1,0 +1,136 @@
+// kineto_json_test.cc — the Kineto JSON importer on small inline traces and on bad input.
+#include "trace/kineto_json.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "util/file.h"
+
+namespace emo {
+namespace {
+
+bool Parse(const std::string& json, Trace* t, std::string* err) {
+  std::string buf = json;
+  buf.reserve(buf.size() + kReadPadding);
+  return ParseKinetoJson("t.json", buf.data(), buf.size(), buf.capacity(), t, err);
+}
+
+TEST(KinetoJson, ReadsEventsArgsAndMetadata) {
+  const char* json = R"J({
+    "schemaVersion": 1,
+    "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+    "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],
+    "traceEvents": [
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 11,
+       "ts": 100.5, "dur": 2.25, "args": {"correlation": 7, "cbid": 211}},
+      {"ph": "f", "id": 7, "pid": 0, "tid": 7, "ts": 103, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+      {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float", "pid": 0, "tid": 40,
+       "ts": 103.0004, "dur": 10, "args": {"device": 0, "stream": 40, "correlation": 7,
+       "Process Group Name": "0", "In msg nelems": 256, "dtype": "Float"}},
+      {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7,
+       "ts": 120, "dur": 1, "args": {"device": 0, "stream": 7, "correlation": 9, "bytes": 4096}},
+      {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 7, "ts": 118, "dur": 0,
+       "args": {"cuda_sync_kind": "Stream Wait Event", "wait_on_stream": 40, "wait_on_cuda_event_record_corr_id": 8,
+                "wait_on_cuda_event_id": 2, "stream": 7, "correlation": 9}},
+      {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 10, "tid": 11, "ts": 90, "dur": 50},
+      {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#4", "pid": 10, "tid": 11, "ts": 90, "dur": 50},
+      {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler", "ts": 1, "dur": 5},
+      {"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": 200}
+    ],
+    "baseTimeNanoseconds": 1000000
+  })J";
+  Trace t;
+  std::string err;
+  ASSERT_TRUE(Parse(json, &t, &err)) << err;
+  ASSERT_EQ(t.ranks.size(), 1u);
+  const RankTrace& r = t.ranks[0];
+  EXPECT_EQ(r.rank, 3);
+  EXPECT_EQ(r.world_size, 8);
+  EXPECT_EQ(r.gpu_name, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(r.events_read, 9);
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].start_ns, 1000000 + 100500);  // base + 100.5 us
+  EXPECT_EQ(r.calls[0].end_ns, 1000000 + 102750);
+  EXPECT_EQ(r.calls[0].kind, CallKind::kLaunch);
+  EXPECT_EQ(r.calls[0].correlation, 7);
+  ASSERT_EQ(r.ops.size(), 2u);
+  const GpuOp& nccl = r.ops[0];
+  EXPECT_EQ(nccl.start_ns, 1000000 + 103000);  // 103.0004 us rounds to the nanosecond
+  EXPECT_TRUE(nccl.is_comm);
+  EXPECT_EQ(nccl.stream, 40);
+  EXPECT_EQ(t.names.Get(nccl.process_group), "0");
+  EXPECT_EQ(nccl.bytes, 1024);
+  EXPECT_EQ(r.ops[1].kind, GpuOpKind::kMemcpy);
+  EXPECT_EQ(r.ops[1].bytes, 4096);
+  ASSERT_EQ(r.syncs.size(), 1u);
+  EXPECT_EQ(r.syncs[0].kind, SyncKind::kStreamWaitEvent);
+  EXPECT_EQ(r.syncs[0].wait_on_stream, 40);
+  EXPECT_EQ(r.syncs[0].record_correlation, 8);
+  EXPECT_EQ(r.syncs[0].stream, 7);
+  ASSERT_EQ(r.iterations.size(), 1u);  // written twice by PyTorch, kept once
+  EXPECT_EQ(r.iterations[0].step, 4);
+  EXPECT_EQ(r.iterations[0].end_ns - r.iterations[0].start_ns, 50000);
+}
+
+TEST(KinetoJson, NanosecondFractionsSurviveLargeEpochs) {
+  Trace t;
+  std::string err;
+  ASSERT_TRUE(Parse(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+      "ts": 1712195495520883.123, "dur": 0.001, "args": {"stream": 7, "correlation": 1}}]})", &t, &err)) << err;
+  EXPECT_EQ(t.ranks[0].ops[0].start_ns, 1712195495520883123LL);
+  EXPECT_EQ(t.ranks[0].ops[0].end_ns, 1712195495520883124LL);
+}
+
+struct BadCase {
+  const char* what;
+  const char* json;
+  const char* expect;  // substring of the error
+};
+
+TEST(KinetoJson, BadInputFailsWithPosition) {
+  const BadCase cases[] = {
+      {"empty", "", "t.json: byte 0"},
+      {"not an object", "[1, 2]", "top level is not a JSON object"},
+      {"truncated", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1)", "t.json: byte"},
+      {"events not an array", R"({"traceEvents": 5})", "traceEvents is not an array"},
+      {"event not an object", R"({"traceEvents": [1]})", "event #0 is not an object"},
+      {"ts not a number", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": "abc"}]})", "event #0: ts is not a number"},
+      {"no ts", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "dur": 1}]})", "event #0 has no ts"},
+      {"no traceEvents", R"({"schemaVersion": 1})", "no traceEvents array"},
+      {"garbage", "\x01\x02 not json", "t.json: byte"},
+  };
+  for (const BadCase& c : cases) {
+    Trace t;
+    std::string err;
+    EXPECT_FALSE(Parse(c.json, &t, &err)) << c.what;
+    EXPECT_NE(err.find(c.expect), std::string::npos) << c.what << ": " << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << c.what << ": one line";
+    EXPECT_TRUE(t.ranks.empty()) << c.what;
+  }
+}
+
+TEST(KinetoJson, TruncatedGzipAndMissingFileFail) {
+  Trace t;
+  std::string err;
+  EXPECT_FALSE(LoadKinetoJson("/nonexistent/trace.json", &t, &err));
+  EXPECT_NE(err.find("/nonexistent/trace.json"), std::string::npos) << err;
+  std::string dir = test::TracesDir();
+  if (dir.empty()) GTEST_SKIP() << "EMO_TRACES not set";
+  std::string gz;
+  ASSERT_TRUE(ReadFileMaybeGz(dir + "/HolisticTraceAnalysis/critical_path/cuda_event_sync/event_sync_trace.json.gz", &gz, &err)) << err;
+  // Re-read the raw bytes and cut the compressed stream in half.
+  FILE* f = std::fopen((dir + "/HolisticTraceAnalysis/critical_path/cuda_event_sync/event_sync_trace.json.gz").c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::string raw(1 << 16, '\0');
+  raw.resize(std::fread(raw.data(), 1, raw.size(), f));
+  std::fclose(f);
+  std::string path = ::testing::TempDir() + "/half.json.gz";
+  f = std::fopen(path.c_str(), "wb");
+  std::fwrite(raw.data(), 1, raw.size() / 2, f);
+  std::fclose(f);
+  EXPECT_FALSE(LoadKinetoJson(path, &t, &err));
+  EXPECT_NE(err.find("truncated gzip"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace emo

@@ -58,8 +58,8 @@ double Us(const Replayed& r, uint32_t v) { return r.finish[v] / 1000; }
 
 // Thread:  A [0,10] ─gap 10─► B [20,30]
 // Stream 7:      K1 [15,115] ──► K2 [115,215]
-// Launch latency (start to start, idle stream): K1: 15. K2's stream was busy: no sample.
-// Replay: K1 = max(A.start + 15) + 100 = 115; K2 = max(115, 20 + 15) + 100 = 215.
+// Launch latency (call end to op start, idle stream): K1: 5. K2 was queued behind K1: its gap
+// (0) is the stream gap. Replay: K1 = 10 + 5 + 100 = 115; K2 = max(115, 30 + 5) + 100 = 215.
 TEST(GraphBuilder, LaunchStreamAndThreadOrder) {
   Trace t;
   AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaLaunchKernel", 20, 10, 2),
@@ -72,7 +72,8 @@ TEST(GraphBuilder, LaunchStreamAndThreadOrder) {
   EXPECT_EQ(Count(g, EdgeKind::kThread), 2);
   EXPECT_EQ(Count(g, EdgeKind::kLaunch), 2);
   EXPECT_EQ(Count(g, EdgeKind::kStream), 1);
-  EXPECT_DOUBLE_EQ(rep.ranks[0].launch_latency_ns, 15000);
+  EXPECT_DOUBLE_EQ(rep.ranks[0].launch_latency_ns, 5000);
+  EXPECT_DOUBLE_EQ(rep.ranks[0].stream_gap_ns, 0);
   Replayed r = ReplayAll(g);
   uint32_t k1 = FindNode(t, g, "K1"), k2 = FindNode(t, g, "K2");
   EXPECT_DOUBLE_EQ(Us(r, k1), 115);
@@ -90,12 +91,12 @@ TEST(GraphBuilder, LaunchStreamAndThreadOrder) {
 
 // A cudaStreamSynchronize that blocked ends when the awaited kernel ends plus the return latency
 // (5 µs = 120 - 115), whatever its own measured duration.
-// Thread: A [0,10] gap S [12,120] gap C [130,135];  stream 7: K1 [15,115]  K2 [145,155]
-// Replay: K1 115; S = 115 + 5 = 120; gap 10 -> 130; C 135; K2 = max(115, 130 + 15) + 10 = 155.
+// Thread: A [0,10] gap S [12,120] gap C [130,135];  stream 7: K1 [15,115]  K2 [140,150]
+// Launch latency 5. Replay: K1 115; S = 115 + 5 = 120; gap 10 -> 130; C 135; K2 = 135 + 5 + 10 = 150.
 TEST(GraphBuilder, StreamSyncWaitsForAwaitedKernel) {
   Trace t;
   AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaStreamSynchronize", 12, 108, 2),
-                           Call("cudaLaunchKernel", 130, 5, 3), Kernel("K1", 7, 15, 100, 1), Kernel("K2", 7, 145, 10, 3),
+                           Call("cudaLaunchKernel", 130, 5, 3), Kernel("K1", 7, 15, 100, 1), Kernel("K2", 7, 140, 10, 3),
                            SyncRec("Stream Sync", 2, 7)}),
                 &t);
   Graph g;
@@ -108,15 +109,15 @@ TEST(GraphBuilder, StreamSyncWaitsForAwaitedKernel) {
   uint32_t s = FindNode(t, g, "cudaStreamSynchronize");
   EXPECT_DOUBLE_EQ(g.duration[s], 0);
   EXPECT_DOUBLE_EQ(Us(r, s), 120);
-  EXPECT_DOUBLE_EQ(Us(r, FindNode(t, g, "K2")), 155);
+  EXPECT_DOUBLE_EQ(Us(r, FindNode(t, g, "K2")), 150);
   // Slowing K1 by 50 µs delays the CPU and so K2 by 50 µs.
   WhatIf w(g, std::vector<double>(g.nodes(), 0.0));
   WhatIf::Change c{FindNode(t, g, "K1"), 150000, 0};
-  EXPECT_DOUBLE_EQ(w.Evaluate(std::span(&c, 1)).end, 205000);
+  EXPECT_DOUBLE_EQ(w.Evaluate(std::span(&c, 1)).end, 200000);
   // The same trace without the cuda_sync record: the awaited op is inferred.
   Trace t2;
   AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaStreamSynchronize", 12, 108, 2),
-                           Call("cudaLaunchKernel", 130, 5, 3), Kernel("K1", 7, 15, 100, 1), Kernel("K2", 7, 145, 10, 3)}),
+                           Call("cudaLaunchKernel", 130, 5, 3), Kernel("K1", 7, 15, 100, 1), Kernel("K2", 7, 140, 10, 3)}),
                 &t2);
   Graph g2;
   Build(t2, &g2, &rep);
@@ -145,8 +146,8 @@ TEST(GraphBuilder, EventRecordOrdersStreams) {
     uint32_t k1 = FindNode(t, g, "K1"), k2 = FindNode(t, g, "K2");
     EXPECT_DOUBLE_EQ(Us(r, k2), 125);
     EXPECT_EQ(r.crit[k2], k1);
-    // K2's launch is not an idle-stream sample (it waited on an event): latency is K1's 5 µs.
-    EXPECT_DOUBLE_EQ(rep.ranks[0].launch_latency_ns, 5000);
+    // K2's launch is not an idle-stream sample (it waited on an event): latency is K1's 1 µs.
+    EXPECT_DOUBLE_EQ(rep.ranks[0].launch_latency_ns, 1000);
   }
 }
 
@@ -162,8 +163,8 @@ TEST(GraphBuilder, DeviceSyncWaitsForAllStreams) {
   BuildReport rep;
   Build(t, &g, &rep);
   EXPECT_EQ(Count(g, EdgeKind::kSync), 2);
-  // Return latency 300 - 258 = 42 µs. Launch latency median of {10, 5} picks 10:
-  // K1 = 0 + 10 + 100 = 110, K2 = 3 + 10 + 250 = 263, D = 263 + 42 = 305, X = 305 + 10 + 2 = 317.
+  // Return latency 300 - 258 = 42 µs. Launch latency, the upper median of {8, 3}: 8.
+  // K1 = 2 + 8 + 100 = 110, K2 = 5 + 8 + 250 = 263, D = 263 + 42 = 305, X = 305 + 10 + 2 = 317.
   Replayed r = ReplayAll(g);
   uint32_t d = FindNode(t, g, "cudaDeviceSynchronize");
   EXPECT_DOUBLE_EQ(Us(r, d), 305);

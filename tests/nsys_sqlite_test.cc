@@ -90,8 +90,9 @@ TEST(NsysSqlite, Fuser2025Export) {
   int htod = 0, dtod = 0;
   for (const GpuOp& op : r.ops) {
     if (op.kind == GpuOpKind::kMemcpy) {
-      htod += trace.names.Get(op.name) == "Memcpy HtoD";
-      dtod += trace.names.Get(op.name) == "Memcpy DtoD";
+      // Named like Kineto's copies, memory kinds from ENUM_CUDA_MEM_KIND (srcKind, dstKind).
+      htod += trace.names.Get(op.name) == "Memcpy HtoD (Pageable -> Device)";
+      dtod += trace.names.Get(op.name) == "Memcpy DtoD (Device -> Device)";
       if (op.correlation == 213) {
         EXPECT_EQ(op.bytes, 394002432);
       }
@@ -148,7 +149,7 @@ TEST(NsysSqlite, Fuser2024Export) {
   EXPECT_EQ(n[GpuOpKind::kMemset], 1);
   for (const GpuOp& op : r.ops) EXPECT_EQ(op.stream, 7);
   ExpectOpsHaveLaunches(trace, r);
-  EXPECT_TRUE(HasOpNamed(trace, r, "Memcpy DtoH"));
+  EXPECT_TRUE(HasOpNamed(trace, r, "Memcpy DtoH (Device -> Pinned)"));
   EXPECT_TRUE(HasOpNamed(trace, r, "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT"));
   ASSERT_EQ(r.syncs.size(), 1u);  // schema 3.16.1: no eventSyncId column
   EXPECT_EQ(r.syncs[0].kind, SyncKind::kStreamSync);

@@ -92,7 +92,10 @@ Analysis Analyze(const Trace& trace, const Graph& g) {
       a->obs_hi = std::max(a->obs_hi, g.observed_end[v]);
       a->rep_lo = std::min(a->rep_lo, start);
       a->rep_hi = std::max(a->rep_hi, finish[v]);
-      if (IsGpu(k)) a->start_err.push_back(std::fabs(start - g.observed_start[v]));
+      // A collective's observed start includes waiting for its peers, which the graph models
+      // at the barrier: compare where the transfer itself began.
+      if (IsGpu(k))
+        a->start_err.push_back(std::fabs(start - std::max(g.observed_start[v], g.observed_end[v] - g.duration[v])));
     }
     if (k == NodeKind::kKernel) {
       acc[r].compute.emplace_back(start, finish[v]);

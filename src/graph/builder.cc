@@ -22,6 +22,7 @@ const char* EdgeKindName(EdgeKind k) {
 namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
+constexpr int64_t kClockTolerance = 1000;  // ns: timestamp rounding between the CPU and GPU records
 
 struct EdgeRec {
   uint32_t from, to;
@@ -158,9 +159,12 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
                               static_cast<double>(o.end_ns - o.start_ns), kNoAnchor, Rel(o.start_ns), Rel(o.end_ns));
     streams_[o.stream].ops.push_back(i);
   }
+  std::vector<size_t> stream_edges;
   for (auto& [stream, s] : streams_)
-    for (size_t j = 1; j < s.ops.size(); ++j)
+    for (size_t j = 1; j < s.ops.size(); ++j) {
+      stream_edges.push_back(d_->edges.size());
       d_->AddEdge(op_node_[s.ops[j - 1]], op_node_[s.ops[j]], EdgeKind::kStream);
+    }
   ops_by_corr_.resize(rt_.ops.size());
   for (uint32_t i = 0; i < ops_by_corr_.size(); ++i) ops_by_corr_[i] = i;
   std::stable_sort(ops_by_corr_.begin(), ops_by_corr_.end(),
@@ -190,40 +194,49 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
   BuildWaits();
 
   // Launch latency: one constant per rank and launch class, measured on launches to an idle
-  // stream. Kernels, and copies/memsets from pinned memory, start a fixed time after their call
-  // starts. A copy from pageable memory is staged by the CPU call chunk by chunk, so it ends a
-  // fixed time after the call ends. Edges leave the call's completion, so their latency is the
-  // constant less the call's duration (or, for pageable copies, less the copy's duration).
-  enum Class { kKernelLaunch = 0, kCopyLaunch = 1, kPageableCopy = 2 };
+  // stream: kernels, and copies/memsets from pinned or device memory, start a fixed time after
+  // their call returns. A copy from pageable memory is staged by its call chunk by chunk, so it
+  // ends a fixed time after the call returns (its edge's latency is that constant less the copy's
+  // duration). A synchronous copy's call node ends when it submits the copy (latency 0).
+  enum Class { kKernelLaunch = 0, kCopyLaunch = 1, kPageableCopy = 2, kSyncCopy = 3 };
   auto class_of = [&](uint32_t i) {
     const GpuOp& o = rt_.ops[i];
+    if (rt_.calls[launch_call[i]].kind == CallKind::kBlockingCopy) return kSyncCopy;
     if (o.kind == GpuOpKind::kKernel) return kKernelLaunch;
     return names_.Get(o.name).find("Pageable") != std::string::npos ? kPageableCopy : kCopyLaunch;
   };
-  std::vector<double> samples[3];
+  std::vector<double> samples[3], gaps;
   for (auto& [stream, s] : streams_) {
     for (size_t j = 0; j < s.ops.size(); ++j) {
       uint32_t i = s.ops[j];
       if (launch_call[i] == kNone || op_awaits_event_[i]) continue;
       const CpuCall& c = rt_.calls[launch_call[i]];
-      if (j > 0 && rt_.ops[s.ops[j - 1]].end_ns > c.start_ns) continue;  // stream was busy
       Class k = class_of(i);
+      if (j > 0 && rt_.ops[s.ops[j - 1]].end_ns > c.start_ns) {
+        // Queued behind its predecessor: the GPU's own gap between back-to-back ops.
+        if (rt_.ops[s.ops[j - 1]].end_ns > c.end_ns + 50'000) gaps.push_back(static_cast<double>(rt_.ops[i].start_ns - rt_.ops[s.ops[j - 1]].end_ns));
+        continue;
+      }
+      if (k == kSyncCopy) continue;
       samples[k].push_back(static_cast<double>(k == kPageableCopy ? rt_.ops[i].end_ns - c.end_ns
-                                                                  : rt_.ops[i].start_ns - c.start_ns));
+                                                                  : rt_.ops[i].start_ns - c.end_ns));
     }
   }
   rep_->launch_latency_ns = Median(samples[kKernelLaunch], 0.0);
   rep_->copy_latency_ns = Median(samples[kCopyLaunch], rep_->launch_latency_ns);
   rep_->pageable_copy_latency_ns = Median(samples[kPageableCopy], 0.0);
+  rep_->stream_gap_ns = std::max(0.0, Median(gaps, 0.0));
   for (size_t e : launch_edges) {
     EdgeRec& edge = d_->edges[e];
     uint32_t op = static_cast<uint32_t>(d_->g.source[edge.to]);
     Class k = class_of(op);
-    double lat = k == kKernelLaunch ? rep_->launch_latency_ns - d_->g.duration[edge.from]
-                 : k == kCopyLaunch ? rep_->copy_latency_ns - d_->g.duration[edge.from]
+    double lat = k == kKernelLaunch ? rep_->launch_latency_ns
+                 : k == kCopyLaunch ? rep_->copy_latency_ns
+                 : k == kSyncCopy   ? 0.0
                                     : rep_->pageable_copy_latency_ns - d_->g.duration[edge.to];
     edge.latency = static_cast<float>(lat);
   }
+  for (size_t e : stream_edges) d_->edges[e].latency = static_cast<float>(rep_->stream_gap_ns);
   rep_->sync_return_ns = std::max(0.0, Median(return_samples_, 0.0));
   for (size_t e : sync_edges_) d_->edges[e].latency = static_cast<float>(rep_->sync_return_ns);
 
@@ -398,22 +411,39 @@ void RankBuilder::BuildWaits() {
           // The waiting stream is the one this thread launches to next; the recorded stream the one
           // it launched to before its latest cudaEventRecord.
           int64_t waiting = next_launch_stream_[i];
-          // Traces that filter out cudaEventRecord: the record is taken to be just before the wait.
-          int64_t rec_stream = last_launch_stream_[i];
-          int64_t rec_corr = c.correlation;
-          if (last_record_corr >= 0) {
-            auto it = std::lower_bound(calls_by_corr_.begin(), calls_by_corr_.end(), std::make_pair(last_record_corr, 0u));
-            if (it != calls_by_corr_.end() && it->first == last_record_corr)
-              rec_stream = last_launch_stream_[it->second], rec_corr = last_record_corr;
-          }
-          if (waiting < 0 || rec_stream < 0) {
+          dst = waiting >= 0 ? FirstOpAfter(waiting, c.correlation) : -1;
+          if (dst < 0) {
             ++rep_->waits_unresolved;
             break;
           }
+          if (last_record_corr >= 0) {
+            // The awaited stream is the one this thread launched to before its latest record.
+            auto it = std::lower_bound(calls_by_corr_.begin(), calls_by_corr_.end(), std::make_pair(last_record_corr, 0u));
+            int64_t rec_stream = it != calls_by_corr_.end() && it->first == last_record_corr ? last_launch_stream_[it->second] : -1;
+            if (rec_stream == waiting) {  // same stream: already ordered
+              ++rep_->waits_inferred;
+              break;
+            }
+            src = rec_stream >= 0 ? LastOpBefore(rec_stream, last_record_corr) : -1;
+          } else {
+            // The trace filtered out cudaEventRecord: of the other streams' last ops launched
+            // before the wait, the awaited one is the latest to end before the waiting op starts.
+            for (const auto& [stream, ops] : streams_) {
+              if (stream == waiting) continue;
+              int64_t op = LastOpBefore(stream, c.correlation);
+              if (op >= 0 && rt_.ops[op].end_ns <= rt_.ops[dst].start_ns + kClockTolerance &&
+                  (src < 0 || rt_.ops[op].end_ns > rt_.ops[src].end_ns))
+                src = op;
+            }
+          }
+          // A guessed dependency that the trace itself violates (the waiting op started before
+          // the awaited one ended) is wrong: drop it rather than delay the replay.
+          if (src < 0 || rt_.ops[src].end_ns > rt_.ops[dst].start_ns + kClockTolerance) {
+            ++rep_->waits_unresolved;
+            src = -1;
+            break;
+          }
           ++rep_->waits_inferred;
-          if (rec_stream == waiting) break;  // same stream: already ordered
-          src = LastOpBefore(rec_stream, rec_corr);
-          dst = FirstOpAfter(waiting, c.correlation);
         }
         if (src >= 0 && dst >= 0 && rt_.ops[src].stream != rt_.ops[dst].stream) {
           d_->AddEdge(op_node_[src], op_node_[dst], EdgeKind::kEventWait);

@@ -19,9 +19,10 @@
 namespace emo {
 
 struct RankBuildReport {
-  double launch_latency_ns = 0;     // median kernel start - launch call start, on idle streams
+  double launch_latency_ns = 0;     // median kernel start - launch call end, on idle streams
   double copy_latency_ns = 0;       // the same for memcpy/memset ops from pinned/device memory
   double pageable_copy_latency_ns = 0;  // median copy end - call end for pageable-memory copies
+  double stream_gap_ns = 0;         // median idle gap between back-to-back ops queued on a stream
   double sync_return_ns = 0;        // median call end - awaited op end over calls that blocked
   int64_t waits_exact = 0;          // stream waits / syncs resolved from sync records
   int64_t waits_inferred = 0;       // resolved by heuristics (no sync record)

@@ -236,11 +236,26 @@ class Loader {
         return Fail("not an Nsight Systems export: column " + t + ".demangledName missing");
       extra = Col(cols, "demangledName") + ", " + Col(cols, "shortName");
     } else {
-      extra = Col(cols, "bytes") + ", " + (kind == GpuOpKind::kMemcpy ? Col(cols, "copyKind") : "NULL");
+      extra = Col(cols, "bytes") + ", " + (kind == GpuOpKind::kMemcpy ? Col(cols, "copyKind") : "NULL") + ", " +
+              (kind == GpuOpKind::kMemcpy ? Col(cols, "srcKind") + ", " + Col(cols, "dstKind") : "NULL, NULL");
     }
-    std::unordered_map<int64_t, std::string> copy_kinds;
-    if (kind == GpuOpKind::kMemcpy && !ReadEnum("ENUM_CUDA_MEMCPY_OPER", &copy_kinds)) return false;
-    std::unordered_map<int64_t, uint32_t> copy_names;  // copyKind -> interned "Memcpy HtoD"
+    std::unordered_map<int64_t, std::string> copy_kinds, mem_kinds;
+    if (kind == GpuOpKind::kMemcpy && (!ReadEnum("ENUM_CUDA_MEMCPY_OPER", &copy_kinds) ||
+                                       !ReadEnum("ENUM_CUDA_MEM_KIND", &mem_kinds)))
+      return false;
+    // "CUDA_MEMOPR_MEMORY_KIND_PAGEABLE" -> "Pageable"; "" when unknown.
+    auto mem_kind = [&](int64_t id) -> std::string {
+      auto e = mem_kinds.find(id);
+      if (e == mem_kinds.end()) return "";
+      std::string_view k = e->second;
+      k.remove_prefix(std::min(k.size(), k.rfind('_') + 1));
+      if (k.empty() || k == "UNKNOWN") return "";
+      std::string out(k.substr(0, 1));
+      for (char c : k.substr(1)) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return out;
+    };
+    // (copyKind, srcKind, dstKind) -> interned name in Kineto's style: "Memcpy HtoD (Pageable -> Device)".
+    std::map<std::tuple<int64_t, int64_t, int64_t>, uint32_t> copy_names;
     const uint32_t memset_name = kind == GpuOpKind::kMemset ? trace_->names.Intern("Memset") : 0;
     const std::string sql =
         "SELECT start, \"end\", globalPid, correlationId, streamId, deviceId, " + extra + " FROM " + t;
@@ -263,12 +278,14 @@ class Loader {
         if (kind == GpuOpKind::kMemset) {
           op.name = memset_name;
         } else {
-          int64_t ck = Int(s, 7, 0);
-          auto it = copy_names.find(ck);
+          auto key = std::make_tuple(Int(s, 7, 0), Int(s, 8, -1), Int(s, 9, -1));
+          auto it = copy_names.find(key);
           if (it == copy_names.end()) {
-            auto e = copy_kinds.find(ck);
-            it = copy_names.emplace(ck, trace_->names.Intern(MemcpyName(e == copy_kinds.end() ? "" : e->second)))
-                     .first;
+            auto e = copy_kinds.find(std::get<0>(key));
+            std::string name = MemcpyName(e == copy_kinds.end() ? "" : e->second);
+            std::string src = mem_kind(std::get<1>(key)), dst = mem_kind(std::get<2>(key));
+            if (!src.empty() && !dst.empty()) name += " (" + src + " -> " + dst + ")";
+            it = copy_names.emplace(key, trace_->names.Intern(name)).first;
           }
           op.name = it->second;
         }

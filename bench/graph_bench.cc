@@ -50,7 +50,7 @@ std::string SyntheticTrace(int64_t kernels) {
 int64_t ImportAndBuild(const std::string& name, const std::string& buf) {
   Trace t;
   std::string err;
-  if (!ParseKinetoJson(name, buf.data(), buf.size(), buf.capacity(), &t, &err)) throw std::runtime_error(err);
+  if (!ParseKinetoJson(name, buf.data(), buf.size(), &t, &err)) throw std::runtime_error(err);
   Graph g;
   BuildReport rep;
   if (!BuildGraph(t, &g, &rep, &err)) throw std::runtime_error(err);

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   buf.reserve(size + emo::kReadPadding);
   emo::Trace trace;
   std::string err;
-  if (!emo::ParseKinetoJson("fuzz.json", buf.data(), buf.size(), buf.capacity(), &trace, &err)) return 0;
+  if (!emo::ParseKinetoJson("fuzz.json", buf.data(), buf.size(), &trace, &err)) return 0;
   emo::Graph g;
   emo::BuildReport report;
   if (!emo::BuildGraph(trace, &g, &report, &err)) return 0;

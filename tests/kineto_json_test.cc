@@ -12,7 +12,7 @@ namespace {
 bool Parse(const std::string& json, Trace* t, std::string* err) {
   std::string buf = json;
   buf.reserve(buf.size() + kReadPadding);
-  return ParseKinetoJson("t.json", buf.data(), buf.size(), buf.capacity(), t, err);
+  return ParseKinetoJson("t.json", buf.data(), buf.size(), t, err);
 }
 
 TEST(KinetoJson, ReadsEventsArgsAndMetadata) {

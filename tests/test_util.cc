@@ -19,7 +19,7 @@ void AddKinetoRank(const std::string& json, Trace* trace, const std::string& nam
   std::string buf = json;
   buf.reserve(buf.size() + kReadPadding);
   std::string err;
-  ASSERT_TRUE(ParseKinetoJson(name, buf.data(), buf.size(), buf.capacity(), trace, &err)) << err;
+  ASSERT_TRUE(ParseKinetoJson(name, buf.data(), buf.size(), trace, &err)) << err;
 }
 
 void Build(const Trace& trace, Graph* g, BuildReport* report) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace emo {
 
@@ -86,7 +87,6 @@ class RankBuilder {
   int64_t LastOpBefore(int64_t stream, int64_t corr) const;
   int64_t FirstOpAfter(int64_t stream, int64_t corr) const;
   const SyncRecord* FindSync(int64_t corr, SyncKind kind) const;
-  std::pair<size_t, size_t> OpsOfCall(int64_t corr) const;  // range in ops_by_corr_
   bool BuildThreads(std::string* err);
   void BuildWaits();
   int64_t InferAwaited(const CpuCall& c) const;
@@ -103,22 +103,17 @@ class RankBuilder {
   std::vector<uint32_t> call_node_;
   std::vector<uint32_t> ops_by_corr_;   // op indices sorted by correlation
   std::vector<std::pair<int64_t, uint32_t>> calls_by_corr_;
+  std::vector<std::pair<uint32_t, uint32_t>> call_ops_;  // per call: its ops, a range in ops_by_corr_
+  std::vector<uint32_t> launch_call_;                    // per op: the call that launched it, or kNone
   std::unordered_map<int64_t, StreamOps> streams_;
   std::vector<std::pair<int64_t, uint32_t>> syncs_by_corr_;
   std::vector<int64_t> last_launch_stream_;  // per call: stream of the thread's latest launch before it
   std::vector<int64_t> next_launch_stream_;  // per call: stream of the thread's next launch after it
   std::vector<bool> op_awaits_event_;
+  std::unordered_set<uint64_t> event_edges_;  // (src op << 32 | dst op) already joined by a wait
   std::vector<double> return_samples_;
   std::vector<size_t> sync_edges_;           // indices into d_->edges whose latency is the sync return
 };
-
-std::pair<size_t, size_t> RankBuilder::OpsOfCall(int64_t corr) const {
-  auto lo = std::lower_bound(ops_by_corr_.begin(), ops_by_corr_.end(), corr,
-                             [&](uint32_t i, int64_t c) { return rt_.ops[i].correlation < c; });
-  auto hi = lo;
-  while (hi != ops_by_corr_.end() && rt_.ops[*hi].correlation == corr) ++hi;
-  return {static_cast<size_t>(lo - ops_by_corr_.begin()), static_cast<size_t>(hi - ops_by_corr_.begin())};
-}
 
 int64_t RankBuilder::LastOpBefore(int64_t stream, int64_t corr) const {
   auto it = streams_.find(stream);
@@ -167,8 +162,9 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
     }
   ops_by_corr_.resize(rt_.ops.size());
   for (uint32_t i = 0; i < ops_by_corr_.size(); ++i) ops_by_corr_[i] = i;
-  std::stable_sort(ops_by_corr_.begin(), ops_by_corr_.end(),
-                   [&](uint32_t a, uint32_t b) { return rt_.ops[a].correlation < rt_.ops[b].correlation; });
+  auto by_corr = [&](uint32_t a, uint32_t b) { return rt_.ops[a].correlation < rt_.ops[b].correlation; };
+  if (!std::is_sorted(ops_by_corr_.begin(), ops_by_corr_.end(), by_corr))
+    std::stable_sort(ops_by_corr_.begin(), ops_by_corr_.end(), by_corr);
   for (uint32_t i = 0; i < rt_.syncs.size(); ++i) syncs_by_corr_.emplace_back(rt_.syncs[i].correlation, i);
   std::sort(syncs_by_corr_.begin(), syncs_by_corr_.end());
 
@@ -176,16 +172,12 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
 
   // Launch edges; ops with no launching call keep their observed start.
   std::vector<size_t> launch_edges;
-  std::vector<uint32_t> launch_call(rt_.ops.size(), kNone);
   for (uint32_t i = 0; i < rt_.ops.size(); ++i) {
-    const GpuOp& o = rt_.ops[i];
-    auto it = std::lower_bound(calls_by_corr_.begin(), calls_by_corr_.end(), std::make_pair(o.correlation, 0u));
-    if (o.correlation >= 0 && it != calls_by_corr_.end() && it->first == o.correlation) {
-      launch_call[i] = it->second;
+    if (launch_call_[i] != kNone) {
       launch_edges.push_back(d_->edges.size());
-      d_->AddEdge(call_node_[it->second], op_node_[i], EdgeKind::kLaunch);
+      d_->AddEdge(call_node_[launch_call_[i]], op_node_[i], EdgeKind::kLaunch);
     } else {
-      d_->g.anchor[op_node_[i]] = Rel(o.start_ns);
+      d_->g.anchor[op_node_[i]] = Rel(rt_.ops[i].start_ns);
       ++rep_->ops_without_launch;
     }
   }
@@ -201,7 +193,7 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
   enum Class { kKernelLaunch = 0, kCopyLaunch = 1, kPageableCopy = 2, kSyncCopy = 3 };
   auto class_of = [&](uint32_t i) {
     const GpuOp& o = rt_.ops[i];
-    if (rt_.calls[launch_call[i]].kind == CallKind::kBlockingCopy) return kSyncCopy;
+    if (rt_.calls[launch_call_[i]].kind == CallKind::kBlockingCopy) return kSyncCopy;
     if (o.kind == GpuOpKind::kKernel) return kKernelLaunch;
     return names_.Get(o.name).find("Pageable") != std::string::npos ? kPageableCopy : kCopyLaunch;
   };
@@ -209,8 +201,8 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
   for (auto& [stream, s] : streams_) {
     for (size_t j = 0; j < s.ops.size(); ++j) {
       uint32_t i = s.ops[j];
-      if (launch_call[i] == kNone || op_awaits_event_[i]) continue;
-      const CpuCall& c = rt_.calls[launch_call[i]];
+      if (launch_call_[i] == kNone || op_awaits_event_[i]) continue;
+      const CpuCall& c = rt_.calls[launch_call_[i]];
       Class k = class_of(i);
       if (j > 0 && rt_.ops[s.ops[j - 1]].end_ns > c.start_ns) {
         // Queued behind its predecessor: the GPU's own gap between back-to-back ops.
@@ -248,7 +240,7 @@ bool RankBuilder::BuildThreads(std::string* err) {
   call_node_.assign(rt_.calls.size(), kNone);
   for (uint32_t i = 0; i < rt_.calls.size(); ++i)
     if (rt_.calls[i].correlation >= 0) calls_by_corr_.emplace_back(rt_.calls[i].correlation, i);
-  std::sort(calls_by_corr_.begin(), calls_by_corr_.end());
+  if (!std::is_sorted(calls_by_corr_.begin(), calls_by_corr_.end())) std::sort(calls_by_corr_.begin(), calls_by_corr_.end());
   for (size_t i = 1; i < calls_by_corr_.size(); ++i) {
     if (calls_by_corr_[i].first == calls_by_corr_[i - 1].first) {
       const CpuCall& a = rt_.calls[calls_by_corr_[i - 1].second];
@@ -258,6 +250,16 @@ bool RankBuilder::BuildThreads(std::string* err) {
              "' at " + std::to_string(b.start_ns) + " ns";
       return false;
     }
+  }
+  // Calls and ops meet by correlation: one merge of the two sorted lists.
+  call_ops_.assign(rt_.calls.size(), {0, 0});
+  launch_call_.assign(rt_.ops.size(), kNone);
+  size_t k = 0;
+  for (const auto& [corr, ci] : calls_by_corr_) {
+    while (k < ops_by_corr_.size() && rt_.ops[ops_by_corr_[k]].correlation < corr) ++k;
+    size_t begin = k;
+    for (; k < ops_by_corr_.size() && rt_.ops[ops_by_corr_[k]].correlation == corr; ++k) launch_call_[ops_by_corr_[k]] = ci;
+    call_ops_[ci] = {static_cast<uint32_t>(begin), static_cast<uint32_t>(k)};
   }
   // Thread chains: call -> gap -> call. A call inside the previous one (a driver call made by a
   // runtime call) merges into it.
@@ -294,23 +296,22 @@ bool RankBuilder::BuildThreads(std::string* err) {
   // Per call, the stream of the thread's latest launch before it and of its next launch after it.
   last_launch_stream_.assign(rt_.calls.size(), -1);
   next_launch_stream_.assign(rt_.calls.size(), -1);
-  auto launch_stream = [&](const CpuCall& c) -> int64_t {
-    if (c.correlation < 0) return -1;
-    auto [lo, hi] = OpsOfCall(c.correlation);
+  auto launch_stream = [&](size_t ci) -> int64_t {
+    auto [lo, hi] = call_ops_[ci];
     return lo < hi ? rt_.ops[ops_by_corr_[lo]].stream : -1;
   };
   int64_t last = -1;
   for (size_t i = 0; i < rt_.calls.size(); ++i) {
     if (i > 0 && rt_.calls[i].thread != rt_.calls[i - 1].thread) last = -1;
     last_launch_stream_[i] = last;
-    int64_t s = launch_stream(rt_.calls[i]);
+    int64_t s = launch_stream(i);
     if (s >= 0) last = s;
   }
   int64_t next = -1;
   for (size_t i = rt_.calls.size(); i-- > 0;) {
     if (i + 1 < rt_.calls.size() && rt_.calls[i].thread != rt_.calls[i + 1].thread) next = -1;
     next_launch_stream_[i] = next;
-    int64_t s = launch_stream(rt_.calls[i]);
+    int64_t s = launch_stream(i);
     if (s >= 0) next = s;
   }
   return true;
@@ -382,7 +383,7 @@ void RankBuilder::BuildWaits() {
         AddSync(i, awaited);
         break;
       case CallKind::kBlockingCopy: {
-        auto [lo, hi] = OpsOfCall(c.correlation);
+        auto [lo, hi] = call_ops_[i];
         uint32_t next = d_->thread_next[call_node_[i]];
         for (size_t k = lo; k < hi && next != kNone; ++k) {
           sync_edges_.push_back(d_->edges.size());
@@ -445,7 +446,8 @@ void RankBuilder::BuildWaits() {
           }
           ++rep_->waits_inferred;
         }
-        if (src >= 0 && dst >= 0 && rt_.ops[src].stream != rt_.ops[dst].stream) {
+        if (src >= 0 && dst >= 0 && rt_.ops[src].stream != rt_.ops[dst].stream &&
+            event_edges_.insert(static_cast<uint64_t>(src) << 32 | static_cast<uint64_t>(dst)).second) {
           d_->AddEdge(op_node_[src], op_node_[dst], EdgeKind::kEventWait);
           op_awaits_event_[dst] = true;
         }
@@ -573,22 +575,23 @@ bool Finalize(const Trace& t, Draft* d, const std::vector<uint32_t>& redirect, G
   }
   std::vector<uint32_t> new_id(n);
   for (uint32_t i = 0; i < n; ++i) new_id[order[i]] = i;
-  Graph& g = *out;
-  const Graph& s = d->g;
-  auto permute = [&](auto& dst, const auto& src) {
-    dst.resize(n);
-    for (uint32_t i = 0; i < n; ++i) dst[i] = src[order[i]];
+  // Renumber: each array is rewritten in topological order and its old copy freed at once,
+  // so that at most one extra array is alive at a time.
+  Graph& g = d->g;
+  auto permute = [&](auto& v) {
+    std::remove_reference_t<decltype(v)> out_v(n);
+    for (uint32_t i = 0; i < n; ++i) out_v[i] = v[order[i]];
+    v.swap(out_v);
   };
-  permute(g.kind, s.kind);
-  permute(g.rank, s.rank);
-  permute(g.lane, s.lane);
-  permute(g.name, s.name);
-  permute(g.source, s.source);
-  permute(g.duration, s.duration);
-  permute(g.anchor, s.anchor);
-  permute(g.observed_start, s.observed_start);
-  permute(g.observed_end, s.observed_end);
-  g.origin_ns = s.origin_ns;
+  permute(g.kind);
+  permute(g.rank);
+  permute(g.lane);
+  permute(g.name);
+  permute(g.source);
+  permute(g.duration);
+  permute(g.anchor);
+  permute(g.observed_start);
+  permute(g.observed_end);
   g.pred_begin.assign(n + 1, 0);
   for (const EdgeRec& e : edges) ++g.pred_begin[new_id[e.to] + 1];
   for (size_t i = 0; i < n; ++i) g.pred_begin[i + 1] += g.pred_begin[i];
@@ -602,6 +605,7 @@ bool Finalize(const Trace& t, Draft* d, const std::vector<uint32_t>& redirect, G
     g.pred_latency[slot] = e.latency;
     g.pred_kind[slot] = e.kind;
   }
+  *out = std::move(g);
   return true;
 }
 
@@ -616,6 +620,11 @@ bool BuildGraph(const Trace& trace, Graph* graph, BuildReport* report, std::stri
   }
   if (origin == INT64_MAX) origin = 0;
   d.g.origin_ns = origin;
+  size_t nodes = 0, edges = 0;
+  for (const RankTrace& rt : trace.ranks) nodes += 2 * rt.calls.size() + rt.ops.size(), edges += 2 * rt.calls.size() + 3 * rt.ops.size();
+  for (auto* v : {&d.g.duration, &d.g.anchor, &d.g.observed_start, &d.g.observed_end}) v->reserve(nodes);
+  d.g.kind.reserve(nodes), d.g.rank.reserve(nodes), d.g.lane.reserve(nodes), d.g.name.reserve(nodes);
+  d.g.source.reserve(nodes), d.thread_next.reserve(nodes), d.edges.reserve(edges);
   report->ranks.assign(trace.ranks.size(), {});
   report->notes.clear();
   std::vector<RankIndex> index(trace.ranks.size());

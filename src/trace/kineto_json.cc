@@ -3,9 +3,11 @@
 
 #include <simdjson.h>
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "util/file.h"
 
@@ -92,6 +94,15 @@ bool ReadInt(od::value v, int64_t* out) {
   }
 }
 
+// An integer token, possibly quoted ("1711964646000000000" or 1711964646000000000).
+bool ParseIntToken(std::string_view tok, int64_t* out) {
+  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t'))
+    tok.remove_suffix(1);
+  if (tok.size() >= 2 && tok.front() == '"' && tok.back() == '"') tok = tok.substr(1, tok.size() - 2);
+  auto r = std::from_chars(tok.data(), tok.data() + tok.size(), *out);
+  return r.ec == std::errc() && r.ptr == tok.data() + tok.size();
+}
+
 int64_t DtypeBytes(std::string_view t) {
   if (t == "Float" || t == "Int" || t == "float32" || t == "int32") return 4;
   if (t == "Half" || t == "BFloat16" || t == "Short") return 2;
@@ -100,34 +111,85 @@ int64_t DtypeBytes(std::string_view t) {
   return -1;
 }
 
+// Reads the top-level object with a light scanner and hands the events to simdjson On-Demand in
+// chunks of about kChunk bytes, so that memory stays bounded by the chunk, not the file: the
+// scanner tracks only strings and nesting to find where each event ends; simdjson validates and
+// parses each chunk, and each other top-level value, fully.
 class Parser {
  public:
-  Parser(std::string_view source, const char* data, size_t size, Trace* trace, std::string* err)
-      : source_(source), data_(data), size_(size), trace_(trace), err_(err) {}
+  Parser(std::string_view source, ByteStream* in, Trace* trace, std::string* err)
+      : source_(source), in_(in), trace_(trace), err_(err) {}
 
-  bool Run(size_t capacity);
+  bool Run();
 
  private:
-  bool Fail(const char* where, const std::string& what) {
-    size_t off = where && where >= data_ && where <= data_ + size_ ? static_cast<size_t>(where - data_) : size_;
-    *err_ = std::string(source_) + ": byte " + std::to_string(off) + ": " + what;
+  static constexpr size_t kChunk = 1 << 20;
+
+  // Errors name the absolute byte offset in the (decompressed) input.
+  bool FailAt(size_t abs, const std::string& what) {
+    if (!failed_) *err_ = std::string(source_) + ": byte " + std::to_string(abs) + ": " + what;
+    failed_ = true;
     return false;
   }
+  bool Fail(size_t i, const std::string& what) { return FailAt(base_ + i, what); }
+  // simdjson errors inside the buffer `doc_text_` that starts at absolute offset doc_base_.
   bool FailDoc(simdjson::error_code e, const std::string& what) {
     const char* loc = nullptr;
-    if (doc_.current_location().get(loc)) loc = nullptr;
-    return Fail(loc, what + " (" + simdjson::error_message(e) + ")");
+    size_t abs = doc_base_;
+    if (!doc_.current_location().get(loc) && loc >= doc_text_.data() && loc <= doc_text_.data() + doc_text_.size())
+      abs += static_cast<size_t>(loc - doc_text_.data());
+    return FailAt(abs - (doc_wrapped_ && abs > doc_base_ ? 1 : 0), what + " (" + simdjson::error_message(e) + ")");
   }
-  bool ParseEvents(od::array events);
+  // Makes buf_[i] available, reading more input as needed; false at the end of input.
+  bool Ensure(size_t i) {
+    while (i >= buf_.size()) {
+      if (eof_ || failed_) return false;
+      if (!in_->Read(&buf_, &eof_, err_)) {
+        failed_ = true;
+        return false;
+      }
+    }
+    return true;
+  }
+  bool Truncated(size_t i, const char* what) {
+    return failed_ ? false : Fail(i, std::string("unexpected end of input ") + what);
+  }
+  bool SkipSpace(size_t* i) {
+    for (;;) {
+      if (!Ensure(*i)) return false;
+      char c = buf_[*i];
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return true;
+      ++*i;
+    }
+  }
+  bool SkipString(size_t* i);
+  bool SkipValue(size_t* i);
+  // Drops the bytes before buf_[keep] once they are no longer needed.
+  void Compact(size_t* keep) {
+    if (*keep < kChunk) return;
+    buf_.erase(0, *keep);
+    base_ += *keep;
+    *keep = 0;
+  }
+  bool ParseDoc(size_t begin, size_t end, bool wrap_array);
+  bool TopLevelValue(std::string_view key);
+  bool StreamEvents(size_t* i);
+  bool ParseEventChunk();
   bool ParseEvent(od::object ev, RawEvent* e);
   bool ParseArgs(od::object args, RawEvent* e);
   bool Store(const RawEvent& e);
 
   std::string_view source_;
-  const char* data_;
-  size_t size_;
+  ByteStream* in_;
   Trace* trace_;
   std::string* err_;
+  bool failed_ = false;
+  std::string buf_;      // input window: bytes [base_, base_ + buf_.size())
+  size_t base_ = 0;
+  bool eof_ = false;
+  std::string doc_text_;  // one chunk or value handed to simdjson, padded
+  size_t doc_base_ = 0;   // absolute offset of doc_text_[0] (of the byte after '[' when wrapped)
+  bool doc_wrapped_ = false;
   od::parser parser_;
   od::document doc_;
   RankTrace rank_;
@@ -135,66 +197,146 @@ class Parser {
   int64_t event_index_ = 0;
 };
 
-#define EMO_TRY(expr, what)                         \
-  do {                                              \
-    if (auto _e = (expr); _e) return FailDoc(_e, what); \
+#define EMO_TRY(expr, what)                                 \
+  do {                                                      \
+    if (auto _e = (expr); _e) return FailDoc(_e, what);     \
   } while (0)
 
-bool Parser::Run(size_t capacity) {
-  rank_.source = std::string(source_);
-  rank_.rank = static_cast<int32_t>(trace_->ranks.size());
-  bool rank_given = false;
-  simdjson::padded_string_view input(data_, size_, capacity);
-  if (auto e = parser_.iterate(input).get(doc_); e) return Fail(data_, std::string("not JSON (") + simdjson::error_message(e) + ")");
-  od::object top;
-  EMO_TRY(doc_.get_object().get(top), "top level is not a JSON object");
-  bool saw_events = false;
-  for (auto field : top) {
-    std::string_view key;
-    EMO_TRY(field.unescaped_key().get(key), "bad key");
-    od::value v;
-    EMO_TRY(field.value().get(v), "bad value");
-    if (key == "traceEvents") {
-      od::array arr;
-      EMO_TRY(v.get_array().get(arr), "traceEvents is not an array");
-      if (!ParseEvents(arr)) return false;
-      saw_events = true;
-    } else if (key == "distributedInfo") {
-      od::object di;
-      if (v.get_object().get(di)) continue;  // null or odd: not distributed
-      for (auto f : di) {
-        std::string_view k;
-        EMO_TRY(f.unescaped_key().get(k), "bad key in distributedInfo");
-        int64_t x;
-        if (k == "rank") {
-          od::value dv;
-          EMO_TRY(f.value().get(dv), "bad distributedInfo.rank");
-          if (ReadInt(dv, &x)) rank_.rank = static_cast<int32_t>(x), rank_given = true;
-        } else if (k == "world_size") {
-          od::value dv;
-          EMO_TRY(f.value().get(dv), "bad distributedInfo.world_size");
-          if (ReadInt(dv, &x)) rank_.world_size = static_cast<int32_t>(x);
-        }
+bool Parser::SkipString(size_t* i) {
+  size_t start = *i, j = *i + 1;
+  for (;;) {
+    const void* q = j < buf_.size() ? std::memchr(buf_.data() + j, '"', buf_.size() - j) : nullptr;
+    if (!q) {
+      j = buf_.size();
+      if (!Ensure(j)) return Truncated(start, "inside a string");
+      continue;
+    }
+    size_t k = static_cast<size_t>(static_cast<const char*>(q) - buf_.data());
+    size_t b = k;
+    while (b > start + 1 && buf_[b - 1] == '\\') --b;
+    if ((k - b) % 2 == 0) {
+      *i = k + 1;
+      return true;
+    }
+    j = k + 1;
+  }
+}
+
+// Character classes for the scanner.
+enum : uint8_t { kPlain = 0, kQuote, kOpen, kClose, kEnd };  // kEnd: ',' or whitespace
+constexpr std::array<uint8_t, 256> kClass = [] {
+  std::array<uint8_t, 256> t{};
+  t['"'] = kQuote;
+  t['{'] = t['['] = kOpen;
+  t['}'] = t[']'] = kClose;
+  t[','] = t[' '] = t['\n'] = t['\r'] = t['\t'] = kEnd;
+  return t;
+}();
+
+// Moves *i past one JSON value (a scalar, or a balanced object/array).
+bool Parser::SkipValue(size_t* i) {
+  const size_t start = *i;
+  int depth = 0;
+  size_t k = *i;
+  for (;;) {
+    if (!Ensure(k)) return Truncated(start, "inside a value");
+    const char* p = buf_.data();
+    const size_t n = buf_.size();
+    while (k < n) {
+      switch (kClass[static_cast<unsigned char>(p[k])]) {
+        case kPlain:
+          ++k;
+          continue;
+        case kOpen:
+          ++depth, ++k;
+          continue;
+        case kClose:
+          if (depth == 0) {
+            *i = k;
+            return k > start ? true : Fail(k, "expected a value");
+          }
+          ++k;
+          if (--depth == 0) {
+            *i = k;
+            return true;
+          }
+          continue;
+        case kEnd:
+          if (depth > 0) {
+            ++k;
+            continue;
+          }
+          *i = k;
+          return k > start ? true : Fail(k, "expected a value");
       }
-    } else if (key == "deviceProperties") {
-      od::array props;
-      if (v.get_array().get(props)) continue;
-      for (auto p : props) {
-        od::object po;
-        if (p.get_object().get(po)) continue;
-        std::string_view name;
-        if (rank_.gpu_name.empty() && !po.find_field_unordered("name").get_string().get(name))
-          rank_.gpu_name = std::string(name);
+      // kQuote: SkipString may read more input, so the buffer is fetched again.
+      if (!SkipString(&k)) return false;
+      if (depth == 0) {
+        *i = k;
+        return true;
       }
-    } else if (key == "baseTimeNanoseconds") {
-      if (!ReadInt(v, &base_ns_)) return FailDoc(simdjson::INCORRECT_TYPE, "baseTimeNanoseconds is not an integer");
-    } else if (key == "host_name") {
-      std::string_view h;
-      if (!v.get_string().get(h)) rank_.clock_id = static_cast<int64_t>(std::hash<std::string_view>{}(h) >> 1);
+      break;
     }
   }
-  if (!saw_events) return Fail(data_ + size_, "no traceEvents array");
-  (void)rank_given;
+}
+
+// Hands buf_[begin, end) to simdjson (as "[...]" when wrap_array).
+bool Parser::ParseDoc(size_t begin, size_t end, bool wrap_array) {
+  doc_text_.clear();
+  doc_text_.reserve(end - begin + 2 + kReadPadding);
+  if (wrap_array) doc_text_ += '[';
+  doc_text_.append(buf_, begin, end - begin);
+  if (wrap_array) doc_text_ += ']';
+  doc_base_ = base_ + begin;
+  doc_wrapped_ = wrap_array;
+  simdjson::padded_string_view view(doc_text_.data(), doc_text_.size(), doc_text_.capacity());
+  if (auto e = parser_.iterate(view).get(doc_); e)
+    return FailAt(doc_base_, std::string("not JSON (") + simdjson::error_message(e) + ")");
+  return true;
+}
+
+bool Parser::Run() {
+  rank_.source = std::string(source_);
+  rank_.rank = static_cast<int32_t>(trace_->ranks.size());
+  size_t i = 0;
+  if (!SkipSpace(&i)) return Truncated(i, "before the top-level object");
+  if (buf_[i] != '{') return Fail(i, "top level is not a JSON object");
+  ++i;
+  bool saw_events = false;
+  for (bool first = true;; first = false) {
+    if (!SkipSpace(&i)) return Truncated(i, "in the top-level object");
+    if (buf_[i] == '}' && first) break;
+    if (!first) {
+      if (buf_[i] == '}') break;
+      if (buf_[i] != ',') return Fail(i, "expected ',' or '}' in the top-level object");
+      ++i;
+      if (!SkipSpace(&i)) return Truncated(i, "in the top-level object");
+    }
+    if (buf_[i] != '"') return Fail(i, "expected a key in the top-level object");
+    size_t key_begin = i;
+    if (!SkipString(&i)) return false;
+    std::string key = buf_.substr(key_begin + 1, i - key_begin - 2);
+    if (!SkipSpace(&i)) return Truncated(i, "after a key");
+    if (buf_[i] != ':') return Fail(i, "expected ':' after key \"" + key + "\"");
+    ++i;
+    if (!SkipSpace(&i)) return Truncated(i, "after a key");
+    if (key == "traceEvents") {
+      if (buf_[i] != '[') return Fail(i, "traceEvents is not an array");
+      if (!StreamEvents(&i)) return false;
+      saw_events = true;
+    } else {
+      size_t begin = i;
+      if (!SkipValue(&i)) return false;
+      if (key == "distributedInfo" || key == "deviceProperties" || key == "baseTimeNanoseconds" || key == "host_name") {
+        if (!ParseDoc(begin, i, false) || !TopLevelValue(key)) return false;
+      }
+      Compact(&i);
+    }
+  }
+  ++i;
+  if (SkipSpace(&i)) return Fail(i, "content after the top-level object");
+  if (failed_) return false;
+  if (!saw_events) return Fail(i, "no traceEvents array");
   if (base_ns_ != 0) {
     for (auto& c : rank_.calls) c.start_ns += base_ns_, c.end_ns += base_ns_;
     for (auto& o : rank_.ops) o.start_ns += base_ns_, o.end_ns += base_ns_;
@@ -206,7 +348,80 @@ bool Parser::Run(size_t capacity) {
   return true;
 }
 
-bool Parser::ParseEvents(od::array events) {
+// The top-level values other than traceEvents, parsed from doc_.
+bool Parser::TopLevelValue(std::string_view key) {
+  if (key == "distributedInfo") {
+    od::object di;
+    if (doc_.get_object().get(di)) return true;  // null or odd: not distributed
+    for (auto f : di) {
+      std::string_view k;
+      EMO_TRY(f.unescaped_key().get(k), "bad key in distributedInfo");
+      od::value dv;
+      EMO_TRY(f.value().get(dv), "bad value in distributedInfo");
+      int64_t x;
+      if (k == "rank" && ReadInt(dv, &x)) rank_.rank = static_cast<int32_t>(x);
+      if (k == "world_size" && ReadInt(dv, &x)) rank_.world_size = static_cast<int32_t>(x);
+    }
+  } else if (key == "deviceProperties") {
+    od::array props;
+    if (doc_.get_array().get(props)) return true;
+    for (auto p : props) {
+      od::object po;
+      if (p.get_object().get(po)) continue;
+      std::string_view name;
+      if (rank_.gpu_name.empty() && !po.find_field_unordered("name").get_string().get(name))
+        rank_.gpu_name = std::string(name);
+    }
+  } else if (key == "baseTimeNanoseconds") {
+    std::string_view tok;
+    if (doc_.raw_json_token().get(tok) || !ParseIntToken(tok, &base_ns_))
+      return FailDoc(simdjson::INCORRECT_TYPE, "baseTimeNanoseconds is not an integer");
+  } else if (key == "host_name") {
+    std::string_view h;
+    if (!doc_.get_string().get(h)) rank_.clock_id = static_cast<int64_t>(std::hash<std::string_view>{}(h) >> 1);
+  }
+  return true;
+}
+
+// At buf_[*i] == '[': scans the events, parsing them a chunk at a time.
+bool Parser::StreamEvents(size_t* i) {
+  ++*i;
+  size_t chunk = *i, last_end = *i;
+  bool any = false;
+  for (;;) {
+    if (!SkipSpace(i)) return Truncated(*i, "in traceEvents");
+    if (buf_[*i] == ']') {
+      if (any) return Fail(*i, "trailing ',' in traceEvents");
+      break;
+    }
+    if (!SkipValue(i)) return false;
+    last_end = *i;
+    any = true;
+    if (!SkipSpace(i)) return Truncated(*i, "in traceEvents");
+    if (buf_[*i] == ']') {
+      any = false;
+      break;
+    }
+    if (buf_[*i] != ',') return Fail(*i, "expected ',' or ']' after a trace event");
+    ++*i;
+    if (last_end - chunk >= kChunk) {
+      if (!ParseDoc(chunk, last_end, true) || !ParseEventChunk()) return false;
+      size_t keep = *i;
+      Compact(&keep);
+      chunk = last_end = *i = keep;
+      any = true;  // a ',' was consumed: another event must follow
+    } else {
+      any = true;
+    }
+  }
+  if (last_end > chunk && (!ParseDoc(chunk, last_end, true) || !ParseEventChunk())) return false;
+  ++*i;  // past ']'
+  return true;
+}
+
+bool Parser::ParseEventChunk() {
+  od::array events;
+  EMO_TRY(doc_.get_array().get(events), "bad traceEvents");
   for (auto item : events) {
     od::object ev;
     EMO_TRY(item.get_object().get(ev), "trace event #" + std::to_string(event_index_) + " is not an object");
@@ -282,7 +497,7 @@ bool Parser::Store(const RawEvent& e) {
   if (e.ph != "X") {
     return true;  // flows, instants, metadata: not needed for the graph
   }
-  if (!e.has_ts) return Fail(data_ + size_, "event #" + std::to_string(event_index_) + " has no ts");
+  if (!e.has_ts) return FailDoc(simdjson::NO_SUCH_FIELD, "event #" + std::to_string(event_index_) + " has no ts");
   int64_t dur = e.dur_ns < 0 ? 0 : e.dur_ns;  // Kineto writes -1 for unfinished events
   const std::string_view cat = e.cat;
   if (cat == "cuda_runtime" || cat == "cuda_driver") {
@@ -342,16 +557,17 @@ bool Parser::Store(const RawEvent& e) {
 
 }  // namespace
 
-bool ParseKinetoJson(std::string_view source, const char* data, size_t size, size_t capacity,
-                     Trace* trace, std::string* err) {
-  Parser p(source, data, size, trace, err);
-  return p.Run(capacity);
+bool ParseKinetoJson(std::string_view source, const char* data, size_t size, Trace* trace, std::string* err) {
+  ByteStream in(data, size);
+  Parser p(source, &in, trace, err);
+  return p.Run();
 }
 
 bool LoadKinetoJson(const std::string& path, Trace* trace, std::string* err) {
-  std::string buf;
-  if (!ReadFileMaybeGz(path, &buf, err)) return false;
-  return ParseKinetoJson(path, buf.data(), buf.size(), buf.capacity(), trace, err);
+  ByteStream in;
+  if (!in.Open(path, err)) return false;
+  Parser p(path, &in, trace, err);
+  return p.Run();
 }
 
 }  // namespace emo

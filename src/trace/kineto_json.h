@@ -24,13 +24,12 @@
 
 namespace emo {
 
-// Parses JSON held in memory. `data` must have at least 64 readable bytes past `size`
-// (capacity >= size + 64). Appends one RankTrace; `source` names the input in errors, which
-// read "SOURCE: byte N: what is wrong".
-bool ParseKinetoJson(std::string_view source, const char* data, size_t size, size_t capacity,
-                     Trace* trace, std::string* err);
+// Parses JSON held in memory and appends one RankTrace. `source` names the input in errors,
+// which read "SOURCE: byte N: what is wrong" (N counts decompressed bytes).
+bool ParseKinetoJson(std::string_view source, const char* data, size_t size, Trace* trace, std::string* err);
 
-// Reads PATH (gzip detected by magic bytes) and parses it.
+// Streams PATH (gzip detected by its magic bytes) through the parser; memory use is bounded by
+// the trace model, not the file size.
 bool LoadKinetoJson(const std::string& path, Trace* trace, std::string* err);
 
 }  // namespace emo

@@ -1,0 +1,205 @@
+// device_spec.cc — the table of simulated GPUs and the voltage/frequency curve.
+// Peak throughputs are the vendors' published figures divided by SM count and boost clock.
+#include "sim/device_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace emo::sim {
+namespace {
+
+std::vector<int> ClockRange(int lo_mhz, int hi_mhz, int step_mhz) {
+  std::vector<int> clocks;
+  for (int f = lo_mhz; f <= hi_mhz; f += step_mhz) clocks.push_back(f);
+  return clocks;
+}
+
+DeviceSpec A100() {
+  DeviceSpec d;
+  d.name = "A100-SXM4-80GB";
+  d.sm_clocks_mhz = ClockRange(210, 1410, 15);
+  d.default_sm_clock_mhz = 1410;
+  d.mem_clock_mhz = 1593;
+  d.mem_bandwidth_bps = 2.039e12;
+  d.dram_efficiency = 0.90;
+  d.sm_count = 108;
+  d.link_bandwidth_bps = 230e9;  // NVLink 3, NCCL all-reduce bus bandwidth
+  d.tensor_flop_per_sm_cycle = 2048;  // 312 TFLOP/s BF16 dense
+  d.fp32_flop_per_sm_cycle = 128;     // 19.5 TFLOP/s
+  d.fp64_flop_per_sm_cycle = 64;      // 9.7 TFLOP/s
+  d.int_op_per_sm_cycle = 64;
+  d.sfu_op_per_sm_cycle = 16;
+  d.lsu_op_per_sm_cycle = 32;
+  d.shared_bytes_per_sm_cycle = 128;
+  d.l1_bytes_per_sm_cycle = 128;
+  d.l2_bytes_per_cycle = 5120;
+  d.overlap_p = 3.0;
+  d.v_floor = 0.75;
+  d.v_knee_mhz = 1050;
+  d.v_exponent = 1.2;
+  d.board_w = 40;
+  d.leakage_w = 60;
+  d.clock_w = 15;
+  d.sm_active_w = 60;
+  d.tensor_w = 110;
+  d.fp32_w = 40;
+  d.fp64_w = 60;
+  d.int_w = 25;
+  d.sfu_w = 15;
+  d.lsu_w = 20;
+  d.shared_w = 35;
+  d.l2_w = 25;
+  d.dram_j_per_byte = 30e-12;
+  d.power_limit_min_w = 100;
+  d.power_limit_max_w = 500;  // the 500 W HGX SKU; the Perseus A100s drew ~470 W at 1410 MHz
+  d.power_limit_default_w = 400;
+  d.dvfs_latency_min_s = 0.005;
+  d.dvfs_latency_max_s = 0.015;
+  return d;
+}
+
+DeviceSpec A40() {
+  DeviceSpec d;
+  d.name = "A40";
+  d.sm_clocks_mhz = ClockRange(210, 1740, 15);
+  d.default_sm_clock_mhz = 1740;
+  d.mem_clock_mhz = 7251;
+  d.mem_bandwidth_bps = 696e9;
+  d.dram_efficiency = 0.88;
+  d.sm_count = 84;
+  d.pcie = true;
+  d.link_bandwidth_bps = 20e9;  // PCIe 4.0 x16 through switches and the host
+  d.tensor_flop_per_sm_cycle = 1024;  // 149.7 TFLOP/s BF16 dense
+  d.fp32_flop_per_sm_cycle = 256;     // 37.4 TFLOP/s
+  d.fp64_flop_per_sm_cycle = 4;
+  d.int_op_per_sm_cycle = 64;
+  d.sfu_op_per_sm_cycle = 16;
+  d.lsu_op_per_sm_cycle = 32;
+  d.shared_bytes_per_sm_cycle = 128;
+  d.l1_bytes_per_sm_cycle = 128;
+  d.l2_bytes_per_cycle = 2048;
+  d.overlap_p = 3.0;
+  d.v_floor = 0.75;
+  d.v_knee_mhz = 1000;
+  d.v_exponent = 1.2;
+  d.board_w = 30;
+  d.leakage_w = 45;
+  d.clock_w = 12;
+  d.sm_active_w = 40;
+  d.tensor_w = 80;
+  d.fp32_w = 35;
+  d.fp64_w = 5;
+  d.int_w = 20;
+  d.sfu_w = 12;
+  d.lsu_w = 15;
+  d.shared_w = 30;
+  d.l2_w = 20;
+  d.dram_j_per_byte = 60e-12;
+  d.power_limit_min_w = 100;
+  d.power_limit_max_w = 300;
+  d.power_limit_default_w = 300;
+  d.dvfs_latency_min_s = 0.005;
+  d.dvfs_latency_max_s = 0.015;
+  return d;
+}
+
+// H100 and RTX 3080 Ti: the A100/A40 power model scaled to their power limits.
+DeviceSpec H100() {
+  DeviceSpec d = A100();
+  d.name = "H100-SXM";
+  d.sm_clocks_mhz = ClockRange(210, 1980, 15);
+  d.default_sm_clock_mhz = 1980;
+  d.mem_clock_mhz = 2619;
+  d.mem_bandwidth_bps = 3.35e12;
+  d.sm_count = 132;
+  d.link_bandwidth_bps = 370e9;  // NVLink 4
+  d.tensor_flop_per_sm_cycle = 4096;  // 989 TFLOP/s BF16 dense at 1830 MHz
+  d.fp32_flop_per_sm_cycle = 256;
+  d.fp64_flop_per_sm_cycle = 128;
+  d.l2_bytes_per_cycle = 5632;
+  d.v_knee_mhz = 1400;
+  const double scale = 700.0 / 500.0;
+  for (double* w : {&d.board_w, &d.leakage_w}) *w *= scale;
+  for (double* w : {&d.clock_w, &d.sm_active_w, &d.tensor_w, &d.fp32_w, &d.fp64_w, &d.int_w,
+                    &d.sfu_w, &d.lsu_w, &d.shared_w, &d.l2_w})
+    *w *= scale * 1410.0 / 1980.0;
+  d.dram_j_per_byte = 25e-12;
+  d.power_limit_min_w = 200;
+  d.power_limit_max_w = 700;
+  d.power_limit_default_w = 700;
+  return d;
+}
+
+DeviceSpec Rtx3080Ti() {
+  DeviceSpec d = A40();
+  d.name = "RTX3080Ti";
+  d.sm_clocks_mhz = ClockRange(210, 1800, 15);
+  d.default_sm_clock_mhz = 1800;
+  d.mem_clock_mhz = 9501;
+  d.mem_bandwidth_bps = 912e9;
+  d.sm_count = 80;
+  d.link_bandwidth_bps = 10e9;  // PCIe 4.0, no peer-to-peer on GeForce: staged through the host
+  d.tensor_flop_per_sm_cycle = 512;  // GeForce: half rate with FP32 accumulate
+  d.fp32_flop_per_sm_cycle = 256;
+  d.fp64_flop_per_sm_cycle = 4;
+  d.v_knee_mhz = 1050;
+  const double scale = 350.0 / 300.0;
+  for (double* w : {&d.board_w, &d.leakage_w, &d.clock_w, &d.sm_active_w, &d.tensor_w, &d.fp32_w,
+                    &d.fp64_w, &d.int_w, &d.sfu_w, &d.lsu_w, &d.shared_w, &d.l2_w})
+    *w *= scale;
+  d.dram_j_per_byte = 70e-12;  // GDDR6X
+  d.power_limit_min_w = 100;
+  d.power_limit_max_w = 400;
+  d.power_limit_default_w = 350;
+  return d;
+}
+
+struct Entry {
+  DeviceSpec spec;
+  std::vector<std::string> aliases;  // lower case
+};
+
+const std::vector<Entry>& Table() {
+  static const std::vector<Entry> table = {
+      {A100(), {"a100", "a100-sxm", "a100-sxm4", "a100-80gb", "a100_sxm"}},
+      {H100(), {"h100", "h100-sxm5", "h100-80gb", "h100_sxm"}},
+      {Rtx3080Ti(), {"3080ti", "rtx-3080-ti", "rtx3080-ti", "rtx 3080 ti", "geforce rtx 3080 ti"}},
+      {A40(), {"a40", "nvidia a40"}},
+  };
+  return table;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+double Voltage(const DeviceSpec& spec, double sm_clock_mhz) {
+  const double f_max = spec.max_clock_mhz();
+  const double f = std::clamp(sm_clock_mhz, static_cast<double>(spec.min_clock_mhz()), f_max);
+  if (f <= spec.v_knee_mhz) return spec.v_floor;
+  const double x = (f - spec.v_knee_mhz) / (f_max - spec.v_knee_mhz);
+  return spec.v_floor + (1.0 - spec.v_floor) * std::pow(x, spec.v_exponent);
+}
+
+const DeviceSpec* FindDevice(std::string_view name) {
+  const std::string key = Lower(name);
+  for (const Entry& e : Table()) {
+    if (Lower(e.spec.name) == key) return &e.spec;
+    for (const std::string& alias : e.aliases)
+      if (alias == key) return &e.spec;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> DeviceNames() {
+  std::vector<std::string> names;
+  for (const Entry& e : Table()) names.push_back(e.spec.name);
+  return names;
+}
+
+}  // namespace emo::sim

@@ -2,6 +2,7 @@
 #include "trace/kineto_json.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include "test_util.h"
 #include "util/file.h"
@@ -98,6 +99,10 @@ TEST(KinetoJson, BadInputFailsWithPosition) {
       {"no ts", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "dur": 1}]})", "event #0 has no ts"},
       {"no traceEvents", R"({"schemaVersion": 1})", "no traceEvents array"},
       {"garbage", "\x01\x02 not json", "t.json: byte"},
+      {"trailing comma", R"({"traceEvents": [{"ph": "i", "ts": 1},]})", "trailing ','"},
+      {"unterminated string", R"({"traceEvents": [{"ph": "X", "cat": "ker)", "inside a string"},
+      {"after the object", R"({"traceEvents": []} x)", "content after the top-level object"},
+      {"bad event JSON", R"({"traceEvents": [{"ph": "X" "cat": 1}]})", "t.json: byte"},
   };
   for (const BadCase& c : cases) {
     Trace t;
@@ -107,6 +112,51 @@ TEST(KinetoJson, BadInputFailsWithPosition) {
     EXPECT_EQ(err.find('\n'), std::string::npos) << c.what << ": one line";
     EXPECT_TRUE(t.ranks.empty()) << c.what;
   }
+}
+
+// Many events: the importer hands them to simdjson in chunks of about 1 MiB; events across chunk
+// boundaries, gzip streaming and error offsets deep in the file must all come out right.
+std::string ManyEvents(int n, int bad_at = -1) {
+  std::string s = R"({"traceEvents": [)";
+  for (int i = 0; i < n; ++i) {
+    s += i ? ",\n" : "";
+    s += R"({"ph": "X", "cat": "kernel", "name": "kernel_with_a_long_name_)" + std::to_string(i % 97) +
+         R"(", "pid": 0, "tid": 7, "ts": )" + (i == bad_at ? std::string("\"oops\"") : std::to_string(1000 + 10 * i)) +
+         R"(, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": )" + std::to_string(i) + "}}";
+  }
+  return s + R"(], "distributedInfo": {"rank": 2}})";
+}
+
+TEST(KinetoJson, ChunkedStreamingKeepsEveryEvent) {
+  const int n = 30000;  // about 4 MiB
+  std::string json = ManyEvents(n);
+  ASSERT_GT(json.size(), 3u << 20);
+  Trace t;
+  std::string err;
+  ASSERT_TRUE(Parse(json, &t, &err)) << err;
+  const RankTrace& r = t.ranks[0];
+  EXPECT_EQ(r.rank, 2);  // a top-level key after traceEvents
+  ASSERT_EQ(r.ops.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(r.ops[i].correlation, i);
+    ASSERT_EQ(r.ops[i].start_ns, (1000 + 10 * i) * 1000);
+  }
+  // The same through a gzip file, inflated piece by piece.
+  std::string path = ::testing::TempDir() + "/many.json.gz";
+  gzFile gz = gzopen(path.c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, json.data(), static_cast<unsigned>(json.size())), static_cast<int>(json.size()));
+  gzclose(gz);
+  Trace t2;
+  ASSERT_TRUE(LoadKinetoJson(path, &t2, &err)) << err;
+  EXPECT_EQ(t2.ranks[0].ops.size(), static_cast<size_t>(n));
+  // A bad value in the third MiB is reported at its own byte offset.
+  std::string bad = ManyEvents(n, 25000);
+  size_t at = bad.find("\"oops\"");
+  Trace t3;
+  EXPECT_FALSE(Parse(bad, &t3, &err));
+  EXPECT_NE(err.find("event #25000: ts is not a number"), std::string::npos) << err;
+  EXPECT_NE(err.find("byte " + std::to_string(at)), std::string::npos) << err << " (expected byte " << at << ")";
 }
 
 TEST(KinetoJson, TruncatedGzipAndMissingFileFail) {

@@ -56,7 +56,7 @@ void PrintSpan(const char* title, const SpanStats& s) {
   fmt::print("\n  observed {:.3f} ms, replayed {:.3f} ms, replay error {:+.2f} %\n", s.observed_ms, s.replayed_ms,
              100 * s.replay_error);
   fmt::print("  GPU op start error: median {:.1f} us, p95 {:.1f} us\n", s.start_error_p50_us, s.start_error_p95_us);
-  if (s.iterations > 0) fmt::print("  iterations (ProfilerStep) {}, mean {:.3f} ms\n", s.iterations, s.iteration_ms);
+  fmt::print("  iterations {}, mean observed {:.3f} ms\n", s.iterations, s.iteration_ms);
   fmt::print("  GPU kernel slack {:.3f} ms\n", s.gpu_slack_ms);
   const Overlap& o = s.overlap;
   fmt::print("  compute {:.3f} ms, overlapping: communication {:.3f} ms, CPU work {:.3f} ms, other GPUs {:.3f} ms\n",

@@ -127,9 +127,10 @@ Analysis Analyze(const Trace& trace, const Graph& g) {
     t.compute_ms += o.compute_ms, t.with_comm_ms += o.with_comm_ms;
     t.with_cpu_ms += o.with_cpu_ms, t.with_other_gpus_ms += o.with_other_gpus_ms;
     const auto& its = trace.ranks[r].iterations;
-    s.iterations = static_cast<int64_t>(its.size());
+    // Without ProfilerStep/NVTX markers the whole trace is one iteration.
+    s.iterations = std::max<int64_t>(1, static_cast<int64_t>(its.size()));
     for (const Iteration& it : its) s.iteration_ms += static_cast<double>(it.end_ns - it.start_ns) / 1e6;
-    if (!its.empty()) s.iteration_ms /= static_cast<double>(its.size());
+    s.iteration_ms = its.empty() ? s.observed_ms : s.iteration_ms / static_cast<double>(its.size());
     out.total.iterations = std::max(out.total.iterations, s.iterations);
     out.total.iteration_ms = std::max(out.total.iteration_ms, s.iteration_ms);
   }

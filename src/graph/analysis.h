@@ -30,7 +30,7 @@ struct SpanStats {
   double start_error_p95_us = 0;
   double gpu_slack_ms = 0;    // sum over compute kernels of latest - earliest completion
   Overlap overlap;
-  int64_t iterations = 0;     // ProfilerStep markers
+  int64_t iterations = 0;     // ProfilerStep/NVTX markers; 1 (the whole trace) when there are none
   double iteration_ms = 0;    // their mean observed duration
 };
 

@@ -634,23 +634,32 @@ bool BuildGraph(const Trace& trace, Graph* graph, BuildReport* report, std::stri
   }
   std::vector<uint32_t> redirect;
   JoinCollectives(trace, index, &d, report, &redirect);
-  for (size_t r = 0; r < trace.ranks.size(); ++r) {
-    const RankBuildReport& rr = report->ranks[r];
-    const std::string& src = trace.ranks[r].source;
-    if (rr.waits_inferred > 0)
-      report->notes.push_back(src + ": " + std::to_string(rr.waits_inferred) +
-                              " synchronisations/stream waits inferred from call order (no cuda_sync records): "
-                              "profile with cuda_sync events enabled for exact waits");
-    if (rr.waits_unresolved > 0)
-      report->notes.push_back(src + ": " + std::to_string(rr.waits_unresolved) +
-                              " synchronisations/stream waits could not be resolved and add no edge");
-    if (rr.collectives_unmatched > 0)
-      report->notes.push_back(src + ": " + std::to_string(rr.collectives_unmatched) +
-                              " NCCL kernels have no peer among the loaded ranks: their measured time includes "
-                              "waiting for peers; load all ranks together to separate it");
-    if (rr.ops_without_launch > 0)
-      report->notes.push_back(src + ": " + std::to_string(rr.ops_without_launch) +
-                              " GPU ops have no launching call in the trace and keep their observed start");
+  // One note per kind of missing information, summed over the ranks that lack it.
+  struct Lack {
+    int64_t RankBuildReport::*count;
+    const char* what;
+  };
+  const Lack lacks[] = {
+      {&RankBuildReport::waits_inferred,
+       "synchronisations/stream waits inferred from call order and timing (no cuda_sync records): profile with "
+       "cuda_sync events enabled for exact waits"},
+      {&RankBuildReport::waits_unresolved, "synchronisations/stream waits could not be resolved and add no edge"},
+      {&RankBuildReport::collectives_unmatched,
+       "NCCL kernels have no peer among the loaded ranks: their measured time includes waiting for peers; load all "
+       "ranks together to separate it"},
+      {&RankBuildReport::ops_without_launch, "GPU ops have no launching call in the trace and keep their observed start"},
+  };
+  for (const Lack& l : lacks) {
+    int64_t total = 0;
+    std::string who;
+    size_t ranks = 0;
+    for (size_t r = 0; r < trace.ranks.size(); ++r) {
+      int64_t n = report->ranks[r].*l.count;
+      if (n == 0) continue;
+      total += n;
+      who = ++ranks == 1 ? trace.ranks[r].source : std::to_string(ranks) + " ranks";
+    }
+    if (total > 0) report->notes.push_back(who + ": " + std::to_string(total) + " " + l.what);
   }
   return Finalize(trace, &d, redirect, graph, err);
 }

@@ -84,11 +84,25 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
 
 double ThrottledClock(const DeviceSpec& spec, const KernelTraits& k, double requested_mhz,
                       double power_limit_w) {
+  return ThrottledClock(spec, std::span<const KernelTraits>(&k, 1), requested_mhz, power_limit_w);
+}
+
+double ThrottledClock(const DeviceSpec& spec, std::span<const KernelTraits> kernels,
+                      double requested_mhz, double power_limit_w) {
   const std::vector<int>& clocks = spec.sm_clocks_mhz;
+  auto fits = [&](double mhz) {
+    double time_s = 0, energy_j = 0;
+    for (const KernelTraits& k : kernels) {
+      const KernelCost c = EvaluateKernel(spec, k, mhz);
+      time_s += c.time_s;
+      energy_j += c.energy_j;
+    }
+    return energy_j <= power_limit_w * time_s;
+  };
   // Highest supported clock <= requested (the lowest when requested is below all of them).
   auto it = std::upper_bound(clocks.begin(), clocks.end(), requested_mhz);
   size_t i = it == clocks.begin() ? 0 : static_cast<size_t>(it - clocks.begin()) - 1;
-  while (i > 0 && EvaluateKernel(spec, k, clocks[i]).power_w > power_limit_w) --i;
+  while (i > 0 && !fits(clocks[i])) --i;
   return clocks[i];
 }
 

@@ -10,6 +10,7 @@
 // time over t, and power follows device_spec.h: static(V(f)) + Σ C·V(f)²·f·utilisation + DRAM.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "sim/device_spec.h"
@@ -52,6 +53,10 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
 // lowest supported clock when none does.
 double ThrottledClock(const DeviceSpec& spec, const KernelTraits& k, double requested_mhz,
                       double power_limit_w);
+// The same for kernels run back to back: the power controller averages over a window of tens of
+// milliseconds, so it is their average power (total energy over total time) that must fit.
+double ThrottledClock(const DeviceSpec& spec, std::span<const KernelTraits> kernels,
+                      double requested_mhz, double power_limit_w);
 
 // Power (W) of the idle GPU held at an SM clock.
 double IdlePower(const DeviceSpec& spec, double sm_clock_mhz);

@@ -119,14 +119,14 @@ struct StageCost {
   double time_s = 0, energy_j = 0;
 };
 
-// The stage's kernels back to back at a locked clock; the power limit throttles the clock when
-// the stage's average power exceeds it.
+// The stage's kernels back to back at a locked clock; the power limit throttles each kernel whose
+// draw at that clock exceeds it (the GEMMs here last milliseconds, longer than the controller's
+// reaction time).
 StageCost EvaluateStage(const DeviceSpec& spec, const std::vector<KernelTraits>& layer,
                         double layers, double mhz, double power_limit_w) {
   StageCost s;
-  const double f = ThrottledClock(spec, layer, mhz, power_limit_w);
   for (const KernelTraits& k : layer) {
-    const KernelCost c = EvaluateKernel(spec, k, f);
+    const KernelCost c = EvaluateKernel(spec, k, ThrottledClock(spec, k, mhz, power_limit_w));
     s.time_s += c.time_s * layers;
     s.energy_j += c.energy_j * layers;
   }

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/analyze.h"
+#include "cli/sim.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"EMO: energy-efficiency modeling and optimization for GPU AI workloads"};
@@ -16,10 +17,23 @@ int main(int argc, char** argv) {
   a->add_option("traces", analyze.inputs, "trace files or directories")->required();
   a->add_flag("--json", analyze.json, "print one JSON object instead of text");
 
+  emo::SimOptions sim;
+  CLI::App* s = app.add_subcommand("sim", "Run a workload on simulated GPUs (the default device) and measure time and "
+                                          "energy per iteration through the simulated energy counters");
+  s->add_option("--workload", sim.workload, "workload spec JSON (see workloads/)")->required();
+  s->add_option("--device", sim.device, "simulated GPU, overriding the spec's (A100-SXM4-80GB, H100-SXM, RTX3080Ti, A40)");
+  s->add_option("--policy", sim.policy, "frequency policy JSON: per GPU, clock changes at offsets into each iteration");
+  s->add_option("--iterations", sim.iterations, "iterations to run; the first is warm-up when there are several")
+      ->check(CLI::PositiveNumber);
+  s->add_option("--seed", sim.seed, "seed of the run-to-run noise");
+  s->add_option("--trace", sim.trace_out, "write a Kineto JSON trace (a directory of rank-R.json for several GPUs)");
+  s->add_option("--measure", sim.measure_out, "write the measurement JSON (iteration_ms, energy_j, per-GPU energy)");
+
   CLI11_PARSE(app, argc, argv);
   if (a->parsed()) {
     analyze.progress = isatty(STDERR_FILENO) != 0;
     return emo::RunAnalyze(analyze);
   }
+  if (s->parsed()) return emo::RunSim(sim);
   return 0;
 }

@@ -117,6 +117,8 @@ DeviceSpec H100() {
   d.tensor_flop_per_sm_cycle = 4096;  // 989 TFLOP/s BF16 dense at 1830 MHz
   d.fp32_flop_per_sm_cycle = 256;
   d.fp64_flop_per_sm_cycle = 128;
+  d.shared_bytes_per_sm_cycle = 256;  // wgmma reads operands straight from shared memory
+  d.l1_bytes_per_sm_cycle = 256;
   d.l2_bytes_per_cycle = 5632;
   d.v_knee_mhz = 1400;
   const double scale = 700.0 / 500.0;

@@ -165,7 +165,11 @@ class Loader {
   }
   // A select-list entry: the quoted column, or NULL where the table lacks it.
   static std::string Col(const Columns& cols, const char* c) {
-    return cols.count(c) ? "\"" + std::string(c) + "\"" : "NULL";
+    if (!cols.count(c)) return "NULL";
+    std::string quoted = "\"";  // (not "\"" + s + "\"": GCC 12 -O3 warns falsely on it, -Wrestrict)
+    quoted += c;
+    quoted += '"';
+    return quoted;
   }
   // id -> enum `name` (e.g. CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE); empty if absent.
   bool ReadEnum(const std::string& table, std::unordered_map<int64_t, std::string>* out) {

@@ -1,0 +1,81 @@
+// policy.cc — frequency-policy JSON and the policy player.
+#include "apply/policy.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace emo {
+
+bool ParsePolicy(const std::string& source, const std::string& text, FrequencyPolicy* out, std::string* err) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    *err = source + ": not JSON";
+    return false;
+  }
+  auto fail = [&](const std::string& what) {
+    *err = source + ": " + what;
+    return false;
+  };
+  if (!j.is_object() || !j.contains("gpus") || !j["gpus"].is_array()) return fail("field gpus: expected an array");
+  out->gpus.clear();
+  for (size_t i = 0; i < j["gpus"].size(); ++i) {
+    const auto& g = j["gpus"][i];
+    std::string at = "gpus[" + std::to_string(i) + "]";
+    if (!g.is_object() || !g.contains("gpu") || !g["gpu"].is_number_integer() || g["gpu"].get<int>() < 0)
+      return fail("field " + at + ".gpu: expected a non-negative integer");
+    if (!g.contains("changes") || !g["changes"].is_array()) return fail("field " + at + ".changes: expected an array");
+    FrequencyPolicy::Gpu pg;
+    pg.gpu = g["gpu"].get<int>();
+    for (size_t k = 0; k < g["changes"].size(); ++k) {
+      const auto& c = g["changes"][k];
+      std::string ck = at + ".changes[" + std::to_string(k) + "]";
+      if (!c.is_object() || !c.contains("t_ms") || !c["t_ms"].is_number() || c["t_ms"].get<double>() < 0)
+        return fail("field " + ck + ".t_ms: expected a non-negative number");
+      if (!c.contains("mhz") || !c["mhz"].is_number_integer() || c["mhz"].get<int>() <= 0)
+        return fail("field " + ck + ".mhz: expected a positive integer");
+      pg.changes.push_back({c["t_ms"].get<double>(), c["mhz"].get<int>()});
+    }
+    std::stable_sort(pg.changes.begin(), pg.changes.end(),
+                     [](const ClockChange& a, const ClockChange& b) { return a.t_ms < b.t_ms; });
+    out->gpus.push_back(std::move(pg));
+  }
+  return true;
+}
+
+bool LoadPolicy(const std::string& path, FrequencyPolicy* out, std::string* err) {
+  std::ifstream f(path);
+  if (!f) {
+    *err = path + ": cannot open";
+    return false;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ParsePolicy(path, ss.str(), out, err);
+}
+
+std::string PolicyJson(const FrequencyPolicy& p) {
+  nlohmann::ordered_json j;
+  j["gpus"] = nlohmann::ordered_json::array();
+  for (const auto& g : p.gpus) {
+    nlohmann::ordered_json changes = nlohmann::ordered_json::array();
+    for (const ClockChange& c : g.changes) changes.push_back({{"t_ms", c.t_ms}, {"mhz", c.mhz}});
+    j["gpus"].push_back({{"gpu", g.gpu}, {"changes", changes}});
+  }
+  return j.dump(2);
+}
+
+void PolicyPlayer::OnIterationStart(double now_ns) {
+  for (const auto& g : policy_.gpus) {
+    for (const ClockChange& c : g.changes) {
+      int gpu = g.gpu, mhz = c.mhz;
+      at_(now_ns + c.t_ms * 1e6, [this, gpu, mhz](double) {
+        std::string err;
+        if (!gpus_->SetLockedClock(gpu, mhz, &err) && error_.empty()) error_ = err;
+      });
+    }
+  }
+}
+
+}  // namespace emo

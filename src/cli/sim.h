@@ -1,0 +1,21 @@
+// sim.h — `emo sim`: run a workload on the simulated GPUs, optionally under a frequency policy,
+// and report time and energy measured through the telemetry counters.
+#pragma once
+
+#include <string>
+
+namespace emo {
+
+struct SimOptions {
+  std::string workload;   // spec JSON
+  std::string device;     // overrides the spec's device when set
+  std::string policy;     // frequency policy JSON (policy.h), optional
+  int iterations = 10;
+  uint64_t seed = 1;
+  std::string trace_out;  // Kineto JSON (one rank) or a directory of rank-R.json files
+  std::string measure_out;
+};
+
+int RunSim(const SimOptions& opt);
+
+}  // namespace emo

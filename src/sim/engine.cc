@@ -1,0 +1,841 @@
+// engine.cc — discrete-event execution of simulated GPU workloads (see engine.h).
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <queue>
+#include <random>
+#include <deque>
+
+#include "sim/device_spec.h"
+
+namespace emo::sim {
+namespace {
+
+// CPU cost of API calls and the GPU's reaction times, ns.
+constexpr double kLaunchCallNs = 4000;
+constexpr double kCopyCallNs = 5000;
+constexpr double kEventCallNs = 2000;
+constexpr double kSyncReturnNs = 2000;
+constexpr double kLaunchLatencyNs = 3000;  // call return -> op may start
+constexpr double kCollectiveLatencyNs = 8000;
+constexpr double kHostLinkBps = 24e9;      // PCIe 4.0 x16, pinned host memory
+
+enum EvType : uint8_t { kThreadResume, kStreamTry, kOpDone, kClockApply, kTick, kTelemetry, kTimer };
+
+struct Ev {
+  double t;
+  uint64_t seq;
+  EvType type;
+  int32_t a;
+  int32_t b;
+  uint64_t version;
+  bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+// Work queued on a stream.
+struct Item {
+  enum Kind : uint8_t { kKernel, kCopy, kRecord, kWait, kCollective } kind = kKernel;
+  double ready = 0;         // earliest start
+  int32_t kernel = -1;
+  int32_t event = -1;
+  uint32_t version = 0;     // record: version it completes; wait: version it needs
+  int32_t group = -1;
+  int64_t seq = -1;         // collective: order within its group on this rank
+  double bytes = 0;
+  CopyDir dir = CopyDir::kHostToDevice;
+  bool pinned = true;
+  int64_t correlation = -1;
+  uint32_t name = 0;
+  double noise = 1;
+  int32_t wake_thread = -1; // blocking copy: the thread waiting in the call
+};
+
+struct Stream {
+  int32_t rank = 0;
+  int32_t local = 0;
+  std::deque<Item> q;
+  bool busy = false;
+  Item current;
+  double current_start = 0;
+  uint64_t version = 0;     // stamps OpDone events; a stale one is ignored
+  double predicted_end = -1;  // of the running op, as last scheduled
+  int64_t enqueued = 0, completed = 0;
+  double try_at = -1;       // a kStreamTry is pending for this time
+};
+
+// A GPU op in execution. Compute kernels progress at a rate set by the clock and by how many
+// compute kernels share the GPU; copies and transfers end at a fixed time.
+struct Running {
+  int32_t stream;
+  bool compute;
+  int32_t kernel;           // compute kernels and collectives: cost lookup
+  double remaining = 1;     // compute: fraction of work left
+  double rate = 0;          // compute: fraction per ns
+  double fixed_end = 0;     // others
+  double extra_w = 0;       // copies: power above idle
+  double noise = 1;
+};
+
+struct Gpu {
+  const DeviceSpec* spec = nullptr;
+  double requested_mhz = 0, effective_mhz = 0;
+  double power_limit = 0;
+  std::vector<Running> running;
+  double last_update = 0;
+  double energy_j = 0, busy_ns = 0, power_w = 0;
+  double reported_energy_j = 0, sample_power_w = 0, sample_util = 0;
+  double tel_time = 0, tel_energy = 0, tel_busy = 0;
+  std::vector<std::vector<KernelCost>> cost;  // [kernel][clock index], time_s < 0 until computed
+  std::vector<double> idle_w;                 // [clock index]
+};
+
+struct EventState {
+  uint32_t recorded = 0, completed = 0;
+  int32_t last_stream = -1;
+  int64_t last_record_corr = -1;
+  std::vector<int32_t> waiting_streams;
+};
+
+struct ThreadState {
+  int32_t rank = 0, index = 0;
+  size_t pc = 0;
+  int iter = 0;
+  bool done = false;
+  // A blocking call in progress.
+  enum Block : uint8_t { kNone, kEvent, kStream, kDevice, kCopy } block = kNone;
+  int32_t target = -1;
+  uint32_t version = 0;
+  std::vector<int64_t> counts;  // device sync: each stream's enqueued count at the call
+  double call_start = 0;
+  int64_t corr = -1;
+  uint32_t call_name = 0;
+  SyncRecord sync;
+  bool has_sync = false;
+};
+
+}  // namespace
+
+struct Engine::State {
+  const Program& p;
+  EngineOptions opt;
+  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> queue;
+  uint64_t seq = 0;
+  int64_t work_events = 0;  // queued events other than ticks and telemetry
+  double now = 0;
+  std::mt19937_64 rng;      // rare draws: DVFS latency, telemetry jitter
+  uint64_t noise_state;     // splitmix64 for the per-op noise (hot)
+  double spare = 0;
+  bool has_spare = false;
+
+  std::vector<Gpu> gpus;
+  std::vector<Stream> streams;                 // all ranks, rank-major
+  std::vector<int32_t> stream_base;            // rank -> index of its stream 0
+  std::vector<EventState> events;
+  std::vector<int32_t> event_base;
+  std::vector<ThreadState> threads;
+  std::vector<std::vector<int32_t>> rank_threads;
+  std::vector<std::vector<int64_t>> group_seq;  // [rank][group] collectives issued so far
+  std::map<std::pair<int32_t, int64_t>, std::vector<int32_t>> rendezvous;  // (group, seq) -> streams arrived
+  std::vector<std::pair<double, std::function<void(double)>>> ticks;
+  std::vector<std::function<void(double)>> timers;
+  std::function<void(int, double)> on_iteration;
+  int64_t live_threads = 0, pending_items = 0, ops_executed = 0;
+  int64_t next_corr = 1;
+  std::vector<double> iteration_starts;
+  std::vector<std::vector<double>> rank_iteration_starts;
+  double end = 0;
+  bool finished = false;
+  bool ready = false;     // Setup succeeded
+  std::string setup_error;
+
+  Trace trace;
+  std::vector<uint32_t> kernel_names;
+  uint32_t n_launch, n_memcpy_async, n_memcpy, n_record, n_wait, n_event_sync, n_stream_sync, n_device_sync;
+
+  State(const Program& prog, const EngineOptions& o) : p(prog), opt(o), rng(o.seed), noise_state(o.seed) {}
+
+  double Uniform() {  // (0, 1]
+    uint64_t z = (noise_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (static_cast<double>(z >> 11) + 1) * 0x1.0p-53;
+  }
+  double Normal() {  // Box-Muller, two draws per pair of uniforms
+    if (has_spare) {
+      has_spare = false;
+      return spare;
+    }
+    double r = std::sqrt(-2 * std::log(Uniform())), a = 6.283185307179586 * Uniform();
+    spare = r * std::sin(a);
+    has_spare = true;
+    return r * std::cos(a);
+  }
+  double Noise() {
+    if (opt.noise <= 0) return 1;
+    return std::max(0.5, 1 + opt.noise * Normal());
+  }
+  void Push(double t, EvType type, int32_t a, int32_t b = 0, uint64_t version = 0) {
+    queue.push({t, seq++, type, a, b, version});
+    if (type != kTick && type != kTelemetry && type != kTimer) ++work_events;
+  }
+
+  // --- GPU state -------------------------------------------------------------------------
+  size_t ClockIndex(const Gpu& g, double mhz) const {
+    const auto& c = g.spec->sm_clocks_mhz;
+    auto it = std::upper_bound(c.begin(), c.end(), static_cast<int>(std::lround(mhz)));
+    return it == c.begin() ? 0 : static_cast<size_t>(it - c.begin() - 1);
+  }
+  const KernelCost& Cost(Gpu& g, int32_t kernel, size_t ci) {
+    auto& row = g.cost[static_cast<size_t>(kernel)];
+    if (row.empty()) row.assign(g.spec->sm_clocks_mhz.size(), KernelCost{-1});
+    if (row[ci].time_s < 0) row[ci] = EvaluateKernel(*g.spec, p.kernels[static_cast<size_t>(kernel)].traits, g.spec->sm_clocks_mhz[ci]);
+    return row[ci];
+  }
+  // Power of the running mix at clock index ci.
+  double Power(Gpu& g, size_t ci) {
+    double idle = g.idle_w[ci];
+    int n = 0;
+    for (const Running& r : g.running) n += r.compute;
+    double w = idle;
+    for (const Running& r : g.running) {
+      if (r.compute) w += (Cost(g, r.kernel, ci).power_w - idle) / n;
+      else if (r.kernel >= 0) w += Cost(g, r.kernel, ci).power_w - idle;
+      else w += r.extra_w;
+    }
+    return w;
+  }
+  void Advance(Gpu& g) {
+    double dt = now - g.last_update;
+    if (dt <= 0) return;
+    g.energy_j += g.power_w * dt * 1e-9;
+    if (!g.running.empty()) g.busy_ns += dt;
+    for (Running& r : g.running)
+      if (r.compute) r.remaining -= r.rate * dt;
+    g.last_update = now;
+  }
+  // Sets the clock (requested, or lower where the power limit demands) and rates, power and
+  // completion events of the running ops.
+  void Recompute(int32_t gi) {
+    Gpu& g = gpus[static_cast<size_t>(gi)];
+    size_t ci = ClockIndex(g, g.requested_mhz);
+    while (ci > 0 && Power(g, ci) > g.power_limit) --ci;
+    g.effective_mhz = g.spec->sm_clocks_mhz[ci];
+    g.power_w = Power(g, ci);
+    int n = 0;
+    for (const Running& r : g.running) n += r.compute;
+    for (Running& r : g.running) {
+      Stream& st = streams[static_cast<size_t>(r.stream)];
+      double end_t;
+      if (r.compute) {
+        r.rate = 1.0 / (Cost(g, r.kernel, ci).time_s * 1e9 * r.noise * n);
+        end_t = now + std::max(0.0, r.remaining) / r.rate;
+      } else {
+        end_t = r.fixed_end;
+      }
+      // Only a changed end needs a new completion event (the old one becomes stale).
+      if (std::fabs(end_t - st.predicted_end) < 1e-3) continue;
+      st.predicted_end = end_t;
+      ++st.version;
+      Push(end_t, kOpDone, r.stream, 0, st.version);
+    }
+  }
+
+  // --- trace recording ---------------------------------------------------------------------
+  void RecordCall(const ThreadState& th, uint32_t name, double start, double end_t, int64_t corr) {
+    if (!opt.record_trace) return;
+    CpuCall c;
+    c.start_ns = static_cast<int64_t>(start);
+    c.end_ns = static_cast<int64_t>(end_t);
+    c.correlation = corr;
+    c.thread = static_cast<uint32_t>(th.index);
+    c.name = name;
+    c.kind = ClassifyCall(trace.names.Get(name));
+    trace.ranks[static_cast<size_t>(th.rank)].calls.push_back(c);
+  }
+  void RecordSync(int32_t rank, const SyncRecord& s) {
+    if (opt.record_trace) trace.ranks[static_cast<size_t>(rank)].syncs.push_back(s);
+  }
+  static int64_t TraceStream(int32_t local) { return 7 + local; }
+
+  // --- threads -------------------------------------------------------------------------------
+  void Enqueue(int32_t sid, Item it) {
+    Stream& st = streams[static_cast<size_t>(sid)];
+    st.q.push_back(it);
+    ++st.enqueued;
+    ++pending_items;
+    ScheduleTry(sid, it.ready);
+  }
+  void ScheduleTry(int32_t sid, double t) {
+    Stream& st = streams[static_cast<size_t>(sid)];
+    t = std::max(t, now);
+    if (st.try_at >= 0 && st.try_at <= t) return;
+    st.try_at = t;
+    Push(t, kStreamTry, sid);
+  }
+  // True when the blocking condition of a thread holds now.
+  bool Unblocked(const ThreadState& th) const {
+    switch (th.block) {
+      case ThreadState::kEvent:
+        return events[static_cast<size_t>(th.target)].completed >= th.version;
+      case ThreadState::kStream:
+        return streams[static_cast<size_t>(th.target)].completed >= th.counts[0];
+      case ThreadState::kDevice:
+        for (size_t s = 0; s < th.counts.size(); ++s)
+          if (streams[static_cast<size_t>(stream_base[static_cast<size_t>(th.rank)]) + s].completed < th.counts[s]) return false;
+        return true;
+      default:
+        return false;
+    }
+  }
+  void Finish(ThreadState& th, int32_t tid) {
+    double end_t = now + kSyncReturnNs;
+    RecordCall(th, th.call_name, th.call_start, end_t, th.corr);
+    if (th.has_sync) RecordSync(th.rank, th.sync);
+    th.block = ThreadState::kNone;
+    Push(end_t, kThreadResume, tid);
+  }
+  void CheckBlocked(int32_t rank) {
+    for (int32_t tid : rank_threads[static_cast<size_t>(rank)]) {
+      ThreadState& th = threads[static_cast<size_t>(tid)];
+      if (th.block != ThreadState::kNone && th.block != ThreadState::kCopy && Unblocked(th)) Finish(th, tid);
+    }
+  }
+  // Starts a blocking call; finishes it at once when nothing is outstanding.
+  void Block(ThreadState& th, int32_t tid, uint32_t name, int64_t corr) {
+    th.call_start = now;
+    th.call_name = name;
+    th.corr = corr;
+    if (Unblocked(th)) Finish(th, tid);
+  }
+
+  void StepThread(int32_t tid) {
+    ThreadState& th = threads[static_cast<size_t>(tid)];
+    const auto& code = p.ranks[static_cast<size_t>(th.rank)].threads[static_cast<size_t>(th.index)].code;
+    if (th.pc == code.size()) {
+      th.pc = 0;
+      if (++th.iter == opt.iterations) {
+        th.done = true;
+        --live_threads;
+        return;
+      }
+    }
+    if (th.pc == 0 && th.index == 0) {
+      rank_iteration_starts[static_cast<size_t>(th.rank)].push_back(now);
+      if (th.rank == 0) {
+        iteration_starts.push_back(now);
+        if (on_iteration) on_iteration(th.iter, now);
+      }
+    }
+    if (code.empty()) {
+      Push(now, kThreadResume, tid);
+      th.pc = code.size();
+      return;
+    }
+    const Instr& in = code[th.pc++];
+    const int32_t sid = in.stream >= 0 ? stream_base[static_cast<size_t>(th.rank)] + in.stream : -1;
+    const int32_t eid = in.event >= 0 ? event_base[static_cast<size_t>(th.rank)] + in.event : -1;
+    const int64_t corr = next_corr++;
+    th.has_sync = false;
+    switch (in.op) {
+      case Op::kCpu:
+        Push(now + in.cpu_ns * Noise(), kThreadResume, tid);
+        return;
+      case Op::kLaunch:
+      case Op::kCollective: {
+        double end_t = now + kLaunchCallNs * Noise();
+        RecordCall(th, n_launch, now, end_t, corr);
+        Item it;
+        it.kind = in.op == Op::kLaunch ? Item::kKernel : Item::kCollective;
+        it.ready = end_t + kLaunchLatencyNs;
+        it.kernel = in.kernel;
+        it.correlation = corr;
+        it.name = kernel_names[static_cast<size_t>(in.kernel)];
+        it.noise = Noise();
+        if (in.op == Op::kCollective) {
+          it.group = in.group;
+          it.seq = group_seq[static_cast<size_t>(th.rank)][static_cast<size_t>(in.group)]++;
+          it.bytes = in.bytes;
+        }
+        Enqueue(sid, it);
+        Push(end_t, kThreadResume, tid);
+        return;
+      }
+      case Op::kCopy: {
+        Item it;
+        it.kind = Item::kCopy;
+        it.bytes = in.bytes;
+        it.dir = in.dir;
+        it.pinned = in.pinned;
+        it.correlation = corr;
+        it.name = CopyName(in.dir, in.pinned);
+        it.noise = Noise();
+        // A synchronous copy, or one from pageable memory (staged by the CPU), holds the thread
+        // until the copy is done.
+        bool holds = in.blocking || (!in.pinned && in.dir != CopyDir::kDeviceToDevice);
+        if (!holds) {
+          double end_t = now + kCopyCallNs * Noise();
+          RecordCall(th, n_memcpy_async, now, end_t, corr);
+          it.ready = end_t + kLaunchLatencyNs;
+          Enqueue(sid, it);
+          Push(end_t, kThreadResume, tid);
+        } else {
+          it.ready = now + kCopyCallNs;
+          it.wake_thread = tid;
+          th.block = ThreadState::kCopy;
+          th.call_start = now;
+          th.call_name = in.blocking ? n_memcpy : n_memcpy_async;
+          th.corr = corr;
+          Enqueue(sid, it);
+        }
+        return;
+      }
+      case Op::kRecord: {
+        double end_t = now + kEventCallNs * Noise();
+        RecordCall(th, n_record, now, end_t, corr);
+        EventState& ev = events[static_cast<size_t>(eid)];
+        Item it;
+        it.kind = Item::kRecord;
+        it.ready = end_t;
+        it.event = eid;
+        it.version = ++ev.recorded;
+        ev.last_stream = in.stream;
+        ev.last_record_corr = corr;
+        Enqueue(sid, it);
+        Push(end_t, kThreadResume, tid);
+        return;
+      }
+      case Op::kWaitEvent: {
+        double end_t = now + kEventCallNs * Noise();
+        RecordCall(th, n_wait, now, end_t, corr);
+        EventState& ev = events[static_cast<size_t>(eid)];
+        SyncRecord s;
+        s.kind = SyncKind::kStreamWaitEvent;
+        s.correlation = corr;
+        s.stream = TraceStream(in.stream);
+        s.wait_on_stream = ev.last_stream >= 0 ? TraceStream(ev.last_stream) : -1;
+        s.record_correlation = ev.last_record_corr;
+        s.event_id = in.event;
+        RecordSync(th.rank, s);
+        if (ev.recorded > 0) {
+          Item it;
+          it.kind = Item::kWait;
+          it.ready = end_t;
+          it.event = eid;
+          it.version = ev.recorded;
+          Enqueue(sid, it);
+        }
+        Push(end_t, kThreadResume, tid);
+        return;
+      }
+      case Op::kEventSync: {
+        EventState& ev = events[static_cast<size_t>(eid)];
+        th.block = ThreadState::kEvent;
+        th.target = eid;
+        th.version = ev.recorded;
+        th.sync = SyncRecord{};
+        th.sync.kind = SyncKind::kEventSync;
+        th.sync.correlation = corr;
+        th.sync.wait_on_stream = ev.last_stream >= 0 ? TraceStream(ev.last_stream) : -1;
+        th.sync.record_correlation = ev.last_record_corr;
+        th.sync.event_id = in.event;
+        th.has_sync = true;
+        Block(th, tid, n_event_sync, corr);
+        return;
+      }
+      case Op::kStreamSync:
+        th.block = ThreadState::kStream;
+        th.target = sid;
+        th.counts.assign(1, streams[static_cast<size_t>(sid)].enqueued);
+        th.sync = SyncRecord{};
+        th.sync.kind = SyncKind::kStreamSync;
+        th.sync.correlation = corr;
+        th.sync.stream = TraceStream(in.stream);
+        th.has_sync = true;
+        Block(th, tid, n_stream_sync, corr);
+        return;
+      case Op::kDeviceSync: {
+        th.block = ThreadState::kDevice;
+        int32_t n = p.ranks[static_cast<size_t>(th.rank)].streams;
+        th.counts.resize(static_cast<size_t>(n));
+        for (int32_t s = 0; s < n; ++s)
+          th.counts[static_cast<size_t>(s)] = streams[static_cast<size_t>(stream_base[static_cast<size_t>(th.rank)] + s)].enqueued;
+        th.sync = SyncRecord{};
+        th.sync.kind = SyncKind::kContextSync;
+        th.sync.correlation = corr;
+        th.has_sync = true;
+        Block(th, tid, n_device_sync, corr);
+        return;
+      }
+    }
+  }
+
+  uint32_t CopyName(CopyDir dir, bool pinned) {
+    const char* host = pinned ? "Pinned" : "Pageable";
+    std::string n = dir == CopyDir::kHostToDevice   ? std::string("Memcpy HtoD (") + host + " -> Device)"
+                    : dir == CopyDir::kDeviceToHost ? std::string("Memcpy DtoH (Device -> ") + host + ")"
+                                                    : std::string("Memcpy DtoD (Device -> Device)");
+    return trace.names.Intern(n);
+  }
+
+  // --- streams -------------------------------------------------------------------------------
+  void TryStream(int32_t sid) {
+    Stream& st = streams[static_cast<size_t>(sid)];
+    while (!st.busy && !st.q.empty()) {
+      Item& it = st.q.front();
+      if (it.ready > now) {
+        ScheduleTry(sid, it.ready);
+        return;
+      }
+      switch (it.kind) {
+        case Item::kRecord: {
+          EventState& ev = events[static_cast<size_t>(it.event)];
+          ev.completed = std::max(ev.completed, it.version);
+          st.q.pop_front();
+          Complete(st);
+          std::vector<int32_t> waiting;
+          waiting.swap(ev.waiting_streams);
+          for (int32_t w : waiting) ScheduleTry(w, now);
+          CheckBlocked(st.rank);
+          continue;
+        }
+        case Item::kWait: {
+          EventState& ev = events[static_cast<size_t>(it.event)];
+          if (ev.completed < it.version) {
+            ev.waiting_streams.push_back(sid);
+            return;
+          }
+          st.q.pop_front();
+          Complete(st);
+          CheckBlocked(st.rank);  // a stream or device sync may have waited for this marker
+          continue;
+        }
+        case Item::kKernel:
+        case Item::kCopy:
+        case Item::kCollective:
+          st.busy = true;
+          st.current = it;
+          st.current_start = now;
+          st.predicted_end = -1;
+          st.q.pop_front();
+          Start(sid);
+          return;
+      }
+    }
+  }
+  void Complete(Stream& st) {
+    ++st.completed;
+    --pending_items;
+  }
+
+  void Start(int32_t sid) {
+    Stream& st = streams[static_cast<size_t>(sid)];
+    Gpu& g = gpus[static_cast<size_t>(st.rank)];
+    const Item& it = st.current;
+    if (it.kind == Item::kCollective) {
+      Arrive(sid);
+      return;
+    }
+    Advance(g);
+    Running r;
+    r.stream = sid;
+    r.noise = it.noise;
+    if (it.kind == Item::kKernel) {
+      r.compute = true;
+      r.kernel = it.kernel;
+    } else {
+      r.compute = false;
+      r.kernel = -1;
+      double bps = it.dir == CopyDir::kDeviceToDevice ? g.spec->mem_bandwidth_bps * g.spec->dram_efficiency / 2
+                   : it.pinned                        ? kHostLinkBps
+                                                      : kHostLinkBps / 2;
+      r.fixed_end = now + (it.bytes / bps * 1e9 + 2000) * it.noise;
+      r.extra_w = it.dir == CopyDir::kDeviceToDevice ? g.spec->dram_j_per_byte * bps : 15.0;
+    }
+    g.running.push_back(r);
+    Recompute(st.rank);
+  }
+
+  // A collective kernel reached the head of its stream; the transfer starts once every member
+  // of the group has arrived at the same collective.
+  void Arrive(int32_t sid) {
+    const Item& it = streams[static_cast<size_t>(sid)].current;
+    auto key = std::make_pair(it.group, it.seq);
+    auto& arrived = rendezvous[key];
+    arrived.push_back(sid);
+    const Group& grp = p.groups[static_cast<size_t>(it.group)];
+    if (arrived.size() < grp.ranks.size()) return;
+    double n = static_cast<double>(grp.ranks.size());
+    double factor = grp.kind == CollectiveKind::kAllReduce ? 2 * (n - 1) / n
+                    : grp.kind == CollectiveKind::kSendRecv ? 1.0
+                                                             : (n - 1) / n;
+    double bytes = 0;
+    for (int32_t s : arrived) bytes = std::max(bytes, streams[static_cast<size_t>(s)].current.bytes);
+    double dur = (bytes * factor / p.link_bytes_per_s * 1e9 + kCollectiveLatencyNs) * it.noise;
+    for (int32_t s : arrived) {
+      Stream& st = streams[static_cast<size_t>(s)];
+      Gpu& g = gpus[static_cast<size_t>(st.rank)];
+      Advance(g);
+      Running r;
+      r.stream = s;
+      r.compute = false;
+      r.kernel = st.current.kernel;
+      r.fixed_end = now + dur;
+      g.running.push_back(r);
+      Recompute(st.rank);
+    }
+    rendezvous.erase(key);
+  }
+
+  void OpDone(int32_t sid, uint64_t version) {
+    Stream& st = streams[static_cast<size_t>(sid)];
+    if (!st.busy || version != st.version) return;  // rescheduled since
+    Gpu& g = gpus[static_cast<size_t>(st.rank)];
+    Advance(g);
+    for (size_t i = 0; i < g.running.size(); ++i)
+      if (g.running[i].stream == sid) {
+        g.running[i] = g.running.back();
+        g.running.pop_back();
+        break;
+      }
+    Recompute(st.rank);
+    ++ops_executed;
+    const Item& it = st.current;
+    if (opt.record_trace) {
+      GpuOp o;
+      o.start_ns = static_cast<int64_t>(st.current_start);
+      o.end_ns = static_cast<int64_t>(now);
+      o.correlation = it.correlation;
+      o.stream = TraceStream(st.local);
+      o.device = st.rank;
+      o.name = it.name;
+      o.kind = it.kind == Item::kCopy ? GpuOpKind::kMemcpy : GpuOpKind::kKernel;
+      o.is_comm = it.kind == Item::kCollective;
+      if (o.is_comm) {
+        o.process_group = trace.names.Intern(p.groups[static_cast<size_t>(it.group)].name);
+        o.collective_seq = it.seq;
+      }
+      if (it.kind != Item::kKernel) o.bytes = static_cast<int64_t>(it.bytes);
+      trace.ranks[static_cast<size_t>(st.rank)].ops.push_back(o);
+    }
+    st.busy = false;
+    Complete(st);
+    if (it.wake_thread >= 0) {
+      ThreadState& th = threads[static_cast<size_t>(it.wake_thread)];
+      th.has_sync = false;
+      Finish(th, it.wake_thread);
+    }
+    CheckBlocked(st.rank);
+    TryStream(sid);
+  }
+
+  void Telemetry(int32_t gi) {
+    Gpu& g = gpus[static_cast<size_t>(gi)];
+    Advance(g);
+    double dt = now - g.tel_time;
+    if (dt > 0) {
+      g.sample_power_w = (g.energy_j - g.tel_energy) / (dt * 1e-9);
+      g.sample_util = (g.busy_ns - g.tel_busy) / dt;
+    }
+    g.reported_energy_j = g.energy_j;
+    g.tel_time = now, g.tel_energy = g.energy_j, g.tel_busy = g.busy_ns;
+    std::uniform_real_distribution<double> jitter(0.8, 1.2);
+    Push(now + opt.telemetry_period_ms * 1e6 * jitter(rng), kTelemetry, gi);
+  }
+
+  bool Setup(std::string* err) {
+    if (!Validate(p, err)) return false;
+    const DeviceSpec* spec = FindDevice(p.device);
+    if (!spec) {
+      *err = "unknown device '" + p.device + "'";
+      return false;
+    }
+    const size_t ranks = p.ranks.size();
+    gpus.resize(ranks);
+    for (Gpu& g : gpus) {
+      g.spec = spec;
+      g.requested_mhz = g.effective_mhz = spec->default_sm_clock_mhz;
+      g.power_limit = spec->power_limit_default_w;
+      g.cost.resize(p.kernels.size());
+      for (int mhz : spec->sm_clocks_mhz) g.idle_w.push_back(IdlePower(*spec, mhz));
+      g.power_w = g.idle_w.back();
+    }
+    n_launch = trace.names.Intern("cudaLaunchKernel");
+    n_memcpy_async = trace.names.Intern("cudaMemcpyAsync");
+    n_memcpy = trace.names.Intern("cudaMemcpy");
+    n_record = trace.names.Intern("cudaEventRecord");
+    n_wait = trace.names.Intern("cudaStreamWaitEvent");
+    n_event_sync = trace.names.Intern("cudaEventSynchronize");
+    n_stream_sync = trace.names.Intern("cudaStreamSynchronize");
+    n_device_sync = trace.names.Intern("cudaDeviceSynchronize");
+    for (const Kernel& k : p.kernels) kernel_names.push_back(trace.names.Intern(k.name));
+    rank_threads.resize(ranks);
+    rank_iteration_starts.resize(ranks);
+    group_seq.assign(ranks, std::vector<int64_t>(p.groups.size(), 0));
+    trace.ranks.resize(ranks);
+    for (size_t r = 0; r < ranks; ++r) {
+      const RankProgram& rp = p.ranks[r];
+      stream_base.push_back(static_cast<int32_t>(streams.size()));
+      for (int32_t s = 0; s < rp.streams; ++s) {
+        Stream st;
+        st.rank = static_cast<int32_t>(r);
+        st.local = s;
+        streams.push_back(std::move(st));
+      }
+      event_base.push_back(static_cast<int32_t>(events.size()));
+      events.resize(events.size() + static_cast<size_t>(rp.events));
+      RankTrace& rt = trace.ranks[r];
+      rt.source = p.name + " (simulated rank " + std::to_string(r) + ")";
+      rt.rank = static_cast<int32_t>(r);
+      rt.world_size = static_cast<int32_t>(ranks);
+      rt.gpu_name = spec->name + " (simulated)";
+      for (size_t t = 0; t < rp.threads.size(); ++t) {
+        ThreadState th;
+        th.rank = static_cast<int32_t>(r);
+        th.index = static_cast<int32_t>(t);
+        rank_threads[r].push_back(static_cast<int32_t>(threads.size()));
+        threads.push_back(th);
+        rt.threads.push_back({static_cast<int64_t>(1000 + r), static_cast<int64_t>(1000 + r + t)});
+      }
+    }
+    for (size_t t = 0; t < threads.size(); ++t) Push(0, kThreadResume, static_cast<int32_t>(t));
+    live_threads = static_cast<int64_t>(threads.size());
+    for (size_t gi = 0; gi < gpus.size(); ++gi) Telemetry(static_cast<int32_t>(gi));
+    return true;
+  }
+
+  bool Loop(std::string* err) {
+    while (!queue.empty()) {
+      Ev e = queue.top();
+      queue.pop();
+      if (e.type != kTick && e.type != kTelemetry && e.type != kTimer) --work_events;
+      now = e.t;
+      switch (e.type) {
+        case kThreadResume:
+          StepThread(e.a);
+          break;
+        case kStreamTry:
+          if (streams[static_cast<size_t>(e.a)].try_at == e.t) streams[static_cast<size_t>(e.a)].try_at = -1;
+          TryStream(e.a);
+          break;
+        case kOpDone:
+          OpDone(e.a, e.version);
+          break;
+        case kClockApply: {
+          Gpu& g = gpus[static_cast<size_t>(e.a)];
+          Advance(g);
+          g.requested_mhz = e.b;
+          Recompute(e.a);
+          break;
+        }
+        case kTick:
+          ticks[static_cast<size_t>(e.a)].second(now);
+          Push(now + ticks[static_cast<size_t>(e.a)].first * 1e6, kTick, e.a);
+          break;
+        case kTelemetry:
+          Telemetry(e.a);
+          break;
+        case kTimer: {
+          auto fn = std::move(timers[static_cast<size_t>(e.a)]);
+          fn(now);
+          break;
+        }
+      }
+      if (live_threads == 0 && pending_items == 0) {
+        finished = true;
+        end = now;
+        for (Gpu& g : gpus) Advance(g);
+        return true;
+      }
+      if (work_events == 0) break;
+    }
+    // Nothing can move: name who waits for what.
+    std::string who;
+    for (const ThreadState& th : threads)
+      if (!th.done && th.block != ThreadState::kNone)
+        who += " rank " + std::to_string(th.rank) + " thread " + std::to_string(th.index) + " blocked at instruction " +
+               std::to_string(th.pc - 1) + ";";
+    for (const Stream& st : streams)
+      if (st.busy && st.current.kind == Item::kCollective)
+        who += " rank " + std::to_string(st.rank) + " stream " + std::to_string(st.local) + " waits in collective group " +
+               std::to_string(st.current.group) + " #" + std::to_string(st.current.seq) + ";";
+    *err = "deadlock at t=" + std::to_string(now / 1e6) + " ms:" + (who.empty() ? " nothing runnable" : who);
+    return false;
+  }
+};
+
+Engine::Engine(const Program& program, const EngineOptions& options)
+    : s_(std::make_unique<State>(program, options)) {
+  s_->ready = s_->Setup(&s_->setup_error);
+}
+Engine::~Engine() = default;
+
+bool Engine::Run(std::string* err) {
+  if (!s_->ready) {
+    *err = s_->setup_error;
+    return false;
+  }
+  if (s_->finished) {
+    *err = "the engine has already run";
+    return false;
+  }
+  if (!s_->Loop(err)) return false;
+  if (s_->opt.record_trace) {
+    for (size_t r = 0; r < s_->trace.ranks.size(); ++r) {
+      RankTrace& rt = s_->trace.ranks[r];
+      const auto& starts = s_->rank_iteration_starts[r];
+      for (size_t i = 0; i < starts.size(); ++i) {
+        Iteration it;
+        it.start_ns = static_cast<int64_t>(starts[i]);
+        it.end_ns = static_cast<int64_t>(i + 1 < starts.size() ? starts[i + 1] : s_->end);
+        it.step = static_cast<int64_t>(i);
+        rt.iterations.push_back(it);
+      }
+      rt.events_read = static_cast<int64_t>(rt.calls.size() + rt.ops.size() + rt.syncs.size());
+      rt.Finish();
+    }
+  }
+  return true;
+}
+
+void Engine::Every(double period_ms, std::function<void(double)> tick) {
+  s_->ticks.emplace_back(period_ms, std::move(tick));
+  s_->Push(s_->now, kTick, static_cast<int32_t>(s_->ticks.size() - 1));
+}
+
+void Engine::At(double t_ns, std::function<void(double)> fn) {
+  s_->timers.push_back(std::move(fn));
+  s_->Push(std::max(t_ns, s_->now), kTimer, static_cast<int32_t>(s_->timers.size() - 1));
+}
+void Engine::OnIterationStart(std::function<void(int, double)> fn) { s_->on_iteration = std::move(fn); }
+
+int Engine::gpus() const { return static_cast<int>(s_->gpus.size()); }
+const std::vector<int>& Engine::SupportedClocks(int gpu) const {
+  return s_->gpus[static_cast<size_t>(gpu)].spec->sm_clocks_mhz;
+}
+void Engine::SetLockedClock(int gpu, int mhz) {
+  Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  std::uniform_real_distribution<double> latency(g.spec->dvfs_latency_min_s, g.spec->dvfs_latency_max_s);
+  s_->Push(s_->now + latency(s_->rng) * 1e9, kClockApply, gpu, std::clamp(mhz, g.spec->min_clock_mhz(), g.spec->max_clock_mhz()));
+}
+void Engine::ResetClock(int gpu) { SetLockedClock(gpu, s_->gpus[static_cast<size_t>(gpu)].spec->default_sm_clock_mhz); }
+void Engine::SetPowerLimit(int gpu, double watts) {
+  Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  s_->Advance(g);
+  g.power_limit = std::clamp(watts, g.spec->power_limit_min_w, g.spec->power_limit_max_w);
+  s_->Recompute(gpu);
+}
+double Engine::PowerLimit(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].power_limit; }
+double Engine::EnergyCounterJ(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].reported_energy_j; }
+double Engine::PowerW(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_power_w; }
+double Engine::Utilization(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_util; }
+double Engine::ClockMhz(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].effective_mhz; }
+double Engine::now_ns() const { return s_->now; }
+const std::vector<double>& Engine::iteration_starts() const { return s_->iteration_starts; }
+double Engine::end_ns() const { return s_->end; }
+int64_t Engine::gpu_ops_executed() const { return s_->ops_executed; }
+const Trace& Engine::trace() const { return s_->trace; }
+
+}  // namespace emo::sim

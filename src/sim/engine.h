@@ -1,0 +1,77 @@
+// engine.h — the simulator's discrete-event engine: runs a Program on simulated GPUs, event by
+// event (CPU threads, streams, events and synchronisation, copies, NCCL collectives with
+// rendezvous across GPUs), with per-GPU SM clocks that change mid-run after a DVFS latency and
+// power limits that throttle the clock.
+//
+// Only the engine reads kernels' hidden characteristics. What leaves it is what hardware gives:
+// the trace (a Kineto-like record of API calls and GPU ops), and per GPU a cumulative energy
+// counter updated every few tens of milliseconds, sampled power, utilisation and current clock.
+// Times are nanoseconds from the start of the run. Run-to-run noise is seeded and deterministic.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/program.h"
+#include "trace/trace.h"
+
+namespace emo::sim {
+
+struct EngineOptions {
+  int iterations = 10;
+  uint64_t seed = 1;
+  double noise = 0.01;               // relative standard deviation of GPU-op and CPU durations
+  bool record_trace = true;
+  double telemetry_period_ms = 25;   // mean period of energy-counter/power-sample updates (jittered ±20 %)
+};
+
+class Engine {
+ public:
+  Engine(const Program& program, const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Runs every iteration to completion. False with *err on deadlock or a bad program.
+  bool Run(std::string* err);
+
+  // Calls `tick(now_ns)` every `period_ms` of simulated time while the run lasts (online
+  // controllers). Register before Run().
+  void Every(double period_ms, std::function<void(double now_ns)> tick);
+  // Calls `fn(now_ns)` once at simulated time t_ns (timers of a policy player).
+  void At(double t_ns, std::function<void(double now_ns)> fn);
+  // Calls `fn(iteration, now_ns)` whenever rank 0 begins an iteration (the training loop's hook).
+  void OnIterationStart(std::function<void(int iteration, double now_ns)> fn);
+
+  // Clock control and telemetry of one GPU (= rank), as NVML offers them.
+  int gpus() const;
+  const std::vector<int>& SupportedClocks(int gpu) const;
+  void SetLockedClock(int gpu, int mhz);  // takes effect after the DVFS latency
+  void ResetClock(int gpu);               // back to the default (maximum) clock, after the latency
+  void SetPowerLimit(int gpu, double watts);
+  double PowerLimit(int gpu) const;
+  double EnergyCounterJ(int gpu) const;   // cumulative; advances only at telemetry updates
+  double PowerW(int gpu) const;           // average over the last telemetry period
+  double Utilization(int gpu) const;      // fraction of the last period with a GPU op running
+  double ClockMhz(int gpu) const;         // the SM clock in effect now
+  double now_ns() const;
+
+  // ProfilerStep boundaries of rank 0's first thread: iteration i spans
+  // [iteration_start(i), iteration_start(i+1)); the last ends at end_ns().
+  const std::vector<double>& iteration_starts() const;
+  double end_ns() const;
+  // Kernel executions simulated so far (for the speed benchmark).
+  int64_t gpu_ops_executed() const;
+
+  // The recorded trace (when EngineOptions::record_trace), one rank per GPU.
+  const Trace& trace() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace emo::sim

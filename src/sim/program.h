@@ -1,0 +1,81 @@
+// program.h — what the simulator executes: one program per rank (GPU), each a set of CPU
+// threads whose instructions do CPU work, call the CUDA API (launch kernels, copy, record and
+// wait for events, synchronise) and start NCCL collectives. Workload generators (workload.h)
+// build programs from JSON specs; the engine (engine.h) runs them for N iterations.
+//
+// A thread's code is one iteration; the engine runs it `iterations` times, marking each with a
+// ProfilerStep. Streams and events are small integers local to their rank. A collective is
+// identified by its group and its order within the group, as NCCL orders work per communicator.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/kernel_model.h"
+
+namespace emo::sim {
+
+enum class Op : uint8_t {
+  kCpu = 0,         // CPU work of `cpu_ns` (not an API call)
+  kLaunch = 1,      // cudaLaunchKernel of `kernel` on `stream`
+  kCopy = 2,        // cudaMemcpyAsync (or cudaMemcpy when `blocking`) of `bytes` on `stream`
+  kRecord = 3,      // cudaEventRecord(`event`, `stream`)
+  kWaitEvent = 4,   // cudaStreamWaitEvent(`stream`, `event`)
+  kEventSync = 5,   // cudaEventSynchronize(`event`)
+  kStreamSync = 6,  // cudaStreamSynchronize(`stream`)
+  kDeviceSync = 7,  // cudaDeviceSynchronize()
+  kCollective = 8,  // NCCL kernel `kernel` of `group` on `stream` (all-reduce, send/recv, ...)
+};
+
+enum class CopyDir : uint8_t { kHostToDevice = 0, kDeviceToHost = 1, kDeviceToDevice = 2 };
+
+struct Instr {
+  Op op = Op::kCpu;
+  int32_t stream = -1;
+  int32_t event = -1;
+  int32_t kernel = -1;    // index into Program::kernels (kLaunch, kCollective)
+  int32_t group = -1;     // index into Program::groups (kCollective)
+  double cpu_ns = 0;      // kCpu
+  double bytes = 0;       // kCopy; kCollective: bytes each rank contributes
+  CopyDir dir = CopyDir::kHostToDevice;
+  bool blocking = false;  // kCopy: cudaMemcpy instead of cudaMemcpyAsync
+  bool pinned = true;     // kCopy: host memory is pinned (else pageable)
+};
+
+struct Kernel {
+  std::string name;       // as a profiler shows it
+  KernelTraits traits;    // hidden from the rest of EMO
+};
+
+enum class CollectiveKind : uint8_t { kAllReduce = 0, kAllGather = 1, kReduceScatter = 2, kSendRecv = 3, kAllToAll = 4 };
+
+struct Group {
+  std::vector<int32_t> ranks;  // participants, by rank index
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  std::string name;            // process-group name written into the trace
+};
+
+struct Thread {
+  std::vector<Instr> code;     // one iteration
+};
+
+struct RankProgram {
+  std::vector<Thread> threads;
+  int32_t streams = 1;
+  int32_t events = 0;
+};
+
+struct Program {
+  std::string name;
+  std::string device;          // DeviceSpec name for every rank
+  double link_bytes_per_s = 0; // per-GPU bandwidth to peers (NVLink or PCIe)
+  std::vector<Kernel> kernels;
+  std::vector<Group> groups;
+  std::vector<RankProgram> ranks;
+};
+
+// Checks indices and rank/group consistency; false with a message naming the first problem.
+bool Validate(const Program& p, std::string* err);
+
+}  // namespace emo::sim

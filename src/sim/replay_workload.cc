@@ -1,0 +1,304 @@
+// replay_workload.cc — a real trace as a simulator program (see replay_workload.h).
+#include "sim/replay_workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "sim/device_spec.h"
+
+namespace emo::sim {
+namespace {
+
+constexpr double kLaunchCallNs = 4000;  // the engine's own cost of a launch call (engine.cc)
+constexpr double kEventCallNs = 2000;   // ... and of an event record or stream wait
+
+bool Has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// Compute-bound on tensor cores, compute-bound in FP32, or memory-bound, from the kernel's name.
+enum class KernelClass { kTensor, kFp32, kMemory };
+KernelClass Classify(const std::string& name) {
+  std::string n;
+  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (Has(n, "sgemm") || Has(n, "fft")) return KernelClass::kFp32;
+  if (Has(n, "gemm") || Has(n, "matmul") || Has(n, "cutlass") || Has(n, "nvjet") || Has(n, "xmma") ||
+      Has(n, "s16816") || Has(n, "s1688") || Has(n, "h884") || Has(n, "implicit_convolve") || Has(n, "conv") ||
+      Has(n, "flash") || Has(n, "fmha") || Has(n, "attention") || Has(n, "wgrad") || Has(n, "dgrad"))
+    return KernelClass::kTensor;
+  return KernelClass::kMemory;
+}
+
+// Work scaled so that the kernel takes `seconds` at the device's default clock.
+KernelTraits Scaled(const DeviceSpec& spec, KernelTraits t, double seconds) {
+  t.overhead_s = 0;
+  auto scale = [](KernelTraits& k, double f) {
+    for (double* x : {&k.tensor_flop, &k.fp32_flop, &k.fp64_flop, &k.int_ops, &k.sfu_ops, &k.lsu_ops,
+                      &k.dram_read_bytes, &k.dram_write_bytes, &k.l2_bytes, &k.l1_bytes, &k.shared_bytes, &k.link_bytes})
+      *x *= f;
+  };
+  seconds = std::max(seconds, 1e-7);
+  for (int i = 0; i < 3; ++i) {
+    double now = EvaluateKernel(spec, t, spec.default_sm_clock_mhz).time_s;
+    if (now <= 0) break;
+    scale(t, seconds / now);
+  }
+  return t;
+}
+
+CollectiveKind CollectiveOf(const std::string& name) {
+  if (Has(name, "AllGather")) return CollectiveKind::kAllGather;
+  if (Has(name, "ReduceScatter")) return CollectiveKind::kReduceScatter;
+  if (Has(name, "SendRecv") || Has(name, "Send") || Has(name, "Recv")) return CollectiveKind::kSendRecv;
+  if (Has(name, "AllToAll")) return CollectiveKind::kAllToAll;
+  return CollectiveKind::kAllReduce;
+}
+
+class Replayer {
+ public:
+  Replayer(const Trace& t, const Graph& g, const DeviceSpec& spec, Program* p) : t_(t), g_(g), spec_(spec), p_(p) {}
+
+  void Run() {
+    p_->ranks.resize(t_.ranks.size());
+    // Node of each op and call, per rank.
+    op_node_.resize(t_.ranks.size());
+    call_node_.resize(t_.ranks.size());
+    for (size_t r = 0; r < t_.ranks.size(); ++r) {
+      op_node_[r].assign(t_.ranks[r].ops.size(), UINT32_MAX);
+      call_node_[r].assign(t_.ranks[r].calls.size(), UINT32_MAX);
+    }
+    for (uint32_t v = 0; v < g_.nodes(); ++v) {
+      if (g_.source[v] < 0) continue;
+      size_t r = static_cast<size_t>(g_.rank[v]);
+      if (IsGpu(g_.kind[v])) op_node_[r][static_cast<size_t>(g_.source[v])] = v;
+      else if (g_.kind[v] == NodeKind::kCpuCall) call_node_[r][static_cast<size_t>(g_.source[v])] = v;
+    }
+    Collectives();
+    for (size_t r = 0; r < t_.ranks.size(); ++r) Rank(r);
+  }
+
+ private:
+  // Collective barriers of the graph become NCCL groups; each participant op gets its group.
+  void Collectives() {
+    std::map<uint32_t, std::vector<uint32_t>> by_barrier;  // barrier node -> participant nodes
+    for (uint32_t v = 0; v < g_.nodes(); ++v)
+      for (uint32_t k = g_.pred_begin[v]; k < g_.pred_begin[v + 1]; ++k)
+        if (g_.pred_kind[k] == EdgeKind::kCollective) by_barrier[g_.pred[k]].push_back(v);
+    // (ranks, process group, collective kind) -> group
+    std::map<std::tuple<std::vector<int32_t>, uint32_t, CollectiveKind>, int32_t> groups;
+    for (auto& [barrier, members] : by_barrier) {
+      std::vector<int32_t> ranks;
+      for (uint32_t v : members) ranks.push_back(g_.rank[v]);
+      std::sort(ranks.begin(), ranks.end());
+      ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+      if (ranks.size() != members.size()) continue;  // two ops of one rank: not a collective we can replay
+      const GpuOp& first = t_.ranks[static_cast<size_t>(g_.rank[members[0]])].ops[static_cast<size_t>(g_.source[members[0]])];
+      CollectiveKind kind = CollectiveOf(t_.names.Get(first.name));
+      // NCCL runs all-to-all as grouped SendRecv kernels on every rank.
+      if (kind == CollectiveKind::kSendRecv && ranks.size() > 2) kind = CollectiveKind::kAllToAll;
+      auto key = std::make_tuple(ranks, first.process_group, kind);
+      auto it = groups.find(key);
+      if (it == groups.end()) {
+        Group grp;
+        grp.ranks = ranks;
+        grp.kind = kind;
+        grp.name = (first.process_group ? t_.names.Get(first.process_group) + "-" : std::string("replay-")) +
+                   std::to_string(groups.size());
+        p_->groups.push_back(grp);
+        it = groups.emplace(key, static_cast<int32_t>(p_->groups.size() - 1)).first;
+      }
+      const Group& grp = p_->groups[static_cast<size_t>(it->second)];
+      double n = static_cast<double>(grp.ranks.size());
+      double factor = grp.kind == CollectiveKind::kAllReduce ? 2 * (n - 1) / n
+                      : grp.kind == CollectiveKind::kSendRecv ? 1.0
+                                                               : (n - 1) / n;
+      // The transfer time the graph kept (waiting for peers trimmed), averaged over the members,
+      // gives the bytes each contributes.
+      double transfer_ns = 0;
+      for (uint32_t v : members) transfer_ns += g_.duration[v] / static_cast<double>(members.size());
+      double bytes = std::max(0.0, (transfer_ns - 8000) * 1e-9) * p_->link_bytes_per_s / factor;
+      for (uint32_t v : members) collective_[v] = {it->second, bytes};
+    }
+  }
+
+  int32_t KernelFor(const std::string& name, uint32_t name_id, KernelClass cls, double seconds) {
+    // One kernel per name and 2 % duration bucket keeps the engine's per-kernel cost cache small.
+    int bucket = static_cast<int>(std::lround(std::log(std::max(seconds, 1e-7)) / std::log(1.02)));
+    auto key = std::make_pair(name_id, bucket);
+    auto it = kernels_.find(key);
+    if (it != kernels_.end()) return it->second;
+    KernelTraits unit = cls == KernelClass::kTensor ? GemmKernel(1024, 1024, 1024, 2, true)
+                        : cls == KernelClass::kFp32 ? GemmKernel(1024, 1024, 1024, 4, false)
+                                                     : ElementwiseKernel(1 << 20, 4, 4, 1);
+    p_->kernels.push_back({name, Scaled(spec_, unit, std::pow(1.02, bucket))});
+    int32_t id = static_cast<int32_t>(p_->kernels.size() - 1);
+    kernels_.emplace(key, id);
+    return id;
+  }
+
+  void Rank(size_t r) {
+    const RankTrace& rt = t_.ranks[r];
+    RankProgram& rp = p_->ranks[r];
+    // Local stream numbers.
+    std::map<int64_t, int32_t> stream;
+    for (const GpuOp& o : rt.ops) stream.emplace(o.stream, 0);
+    int32_t next = 0;
+    for (auto& [id, local] : stream) local = next++;
+    rp.streams = std::max(1, next);
+    // Calls by correlation, and the ops each call launched.
+    std::unordered_map<int64_t, uint32_t> call_of;
+    for (uint32_t i = 0; i < rt.calls.size(); ++i)
+      if (rt.calls[i].correlation >= 0) call_of.emplace(rt.calls[i].correlation, i);
+    std::vector<std::vector<uint32_t>> ops_of(rt.calls.size());
+    std::vector<uint32_t> launcher(rt.ops.size(), UINT32_MAX);
+    for (uint32_t i = 0; i < rt.ops.size(); ++i) {
+      auto it = call_of.find(rt.ops[i].correlation);
+      if (it != call_of.end()) ops_of[it->second].push_back(i), launcher[i] = it->second;
+    }
+    // Event waits: record after the source op's launch, wait before the target op's launch.
+    std::vector<std::vector<Instr>> before(rt.calls.size()), after(rt.calls.size());
+    for (uint32_t i = 0; i < rt.ops.size(); ++i) {
+      uint32_t v = op_node_[r][i];
+      if (v == UINT32_MAX || launcher[i] == UINT32_MAX) continue;
+      for (uint32_t k = g_.pred_begin[v]; k < g_.pred_begin[v + 1]; ++k) {
+        if (g_.pred_kind[k] != EdgeKind::kEventWait) continue;
+        uint32_t src = static_cast<uint32_t>(g_.source[g_.pred[k]]);
+        if (launcher[src] == UINT32_MAX) continue;
+        Instr rec;
+        rec.op = Op::kRecord;
+        rec.event = rp.events;
+        rec.stream = stream[rt.ops[src].stream];
+        after[launcher[src]].push_back(rec);
+        Instr wait;
+        wait.op = Op::kWaitEvent;
+        wait.event = rp.events++;
+        wait.stream = stream[rt.ops[i].stream];
+        before[launcher[i]].push_back(wait);
+      }
+    }
+    // One CPU thread per rank issues every call in the order they started, with the CPU time
+    // between them as measured. (Several threads replayed independently could reorder their
+    // launches onto a shared stream from one iteration to the next, and NCCL kernels issued in
+    // different orders on different ranks deadlock, in the engine as on hardware.)
+    rp.threads.resize(1);
+    auto& code = rp.threads[0].code;
+    std::vector<uint32_t> order(rt.calls.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return rt.calls[a].start_ns < rt.calls[b].start_ns; });
+    int64_t prev = g_.origin_ns;
+    // CPU time the inserted cudaEventRecord/cudaStreamWaitEvent calls cost in the engine, taken
+    // back from the following CPU gaps so that the CPU keeps its measured pace.
+    double debt = 0;
+    for (uint32_t ci : order) {
+      const CpuCall& c = rt.calls[ci];
+      if (c.end_ns <= prev && c.start_ns < prev) continue;  // inside the previous call
+      auto cpu = [&](double ns) {
+        double repaid = std::min(std::max(ns, 0.0), debt);
+        ns -= repaid, debt -= repaid;
+        if (ns <= 0) return;
+        Instr in;
+        in.op = Op::kCpu;
+        in.cpu_ns = ns;
+        code.push_back(in);
+      };
+      cpu(static_cast<double>(std::max<int64_t>(0, c.start_ns - prev)));
+      prev = std::max(prev, c.end_ns);
+      for (const Instr& in : before[ci]) code.push_back(in), debt += kEventCallNs;
+      double dur = static_cast<double>(c.end_ns - c.start_ns);
+      switch (c.kind) {
+        case CallKind::kLaunch:
+        case CallKind::kBlockingCopy: {
+          if (ops_of[ci].empty()) {
+            cpu(dur);
+            break;
+          }
+          cpu(dur - kLaunchCallNs * static_cast<double>(ops_of[ci].size()));
+          for (uint32_t oi : ops_of[ci]) code.push_back(OpInstr(rt, oi, stream[rt.ops[oi].stream], c.kind == CallKind::kBlockingCopy));
+          break;
+        }
+        case CallKind::kStreamSync:
+        case CallKind::kEventSync:
+        case CallKind::kDeviceSync: {
+          // What the graph says the call awaited; a device sync when it awaited several streams.
+          uint32_t v = call_node_[r][ci];
+          std::vector<int32_t> awaited;
+          if (v != UINT32_MAX)
+            for (uint32_t k = g_.pred_begin[v]; k < g_.pred_begin[v + 1]; ++k)
+              if (g_.pred_kind[k] == EdgeKind::kSync) awaited.push_back(stream[g_.lane[g_.pred[k]]]);
+          Instr in;
+          in.op = awaited.size() == 1 && c.kind != CallKind::kDeviceSync ? Op::kStreamSync : Op::kDeviceSync;
+          in.stream = awaited.size() == 1 ? awaited[0] : -1;
+          code.push_back(in);
+          break;
+        }
+        default:
+          cpu(dur);
+          break;
+      }
+      for (const Instr& in : after[ci]) code.push_back(in), debt += kEventCallNs;
+    }
+  }
+
+  Instr OpInstr(const RankTrace& rt, uint32_t oi, int32_t stream, bool blocking) {
+    const GpuOp& o = rt.ops[oi];
+    const std::string& name = t_.names.Get(o.name);
+    double seconds = static_cast<double>(o.end_ns - o.start_ns) * 1e-9;
+    Instr in;
+    in.stream = stream;
+    if (o.kind == GpuOpKind::kMemcpy) {
+      in.op = Op::kCopy;
+      in.dir = Has(name, "HtoD") ? CopyDir::kHostToDevice : Has(name, "DtoH") ? CopyDir::kDeviceToHost : CopyDir::kDeviceToDevice;
+      in.pinned = !Has(name, "Pageable");
+      in.blocking = blocking;
+      in.bytes = o.bytes >= 0 ? static_cast<double>(o.bytes) : seconds * 24e9;
+      return in;
+    }
+    auto coll = collective_.find(op_node_[RankIndex(rt)][oi]);
+    if (o.is_comm && coll != collective_.end()) {
+      in.op = Op::kCollective;
+      in.group = coll->second.first;
+      in.bytes = coll->second.second;
+      in.kernel = KernelFor(name, o.name, KernelClass::kMemory, 1e-6);
+      return in;
+    }
+    in.op = Op::kLaunch;
+    in.kernel = KernelFor(name, o.name, o.kind == GpuOpKind::kMemset ? KernelClass::kMemory : Classify(name), seconds);
+    return in;
+  }
+
+  size_t RankIndex(const RankTrace& rt) const { return static_cast<size_t>(&rt - t_.ranks.data()); }
+
+  const Trace& t_;
+  const Graph& g_;
+  const DeviceSpec& spec_;
+  Program* p_;
+  std::vector<std::vector<uint32_t>> op_node_, call_node_;
+  std::unordered_map<uint32_t, std::pair<int32_t, double>> collective_;  // op node -> (group, bytes)
+  std::map<std::pair<uint32_t, int>, int32_t> kernels_;
+};
+
+}  // namespace
+
+bool BuildReplayWorkload(const Trace& trace, const Graph& g, const std::string& device, Program* out,
+                         std::string* err) {
+  const DeviceSpec* spec = FindDevice(device);
+  if (!spec) {
+    *err = "unknown device '" + device + "'";
+    return false;
+  }
+  Program p;
+  p.name = "replay";
+  p.device = spec->name;
+  p.link_bytes_per_s = spec->link_bandwidth_bps;
+  Replayer(trace, g, *spec, &p).Run();
+  if (!Validate(p, err)) {
+    *err = "replayed trace is not a valid program: " + *err;
+    return false;
+  }
+  *out = std::move(p);
+  return true;
+}
+
+}  // namespace emo::sim

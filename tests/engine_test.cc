@@ -1,0 +1,311 @@
+// engine_test.cc — the simulator's event engine on small hand-made programs: exact times of
+// launches, syncs, events and collectives, DVFS and power limits, telemetry, determinism, and
+// that its traces replay through EMO's own graph within 1 %.
+#include "sim/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "graph/analysis.h"
+#include "graph/builder.h"
+#include "sim/device_spec.h"
+
+namespace emo::sim {
+namespace {
+
+constexpr const char* kA100 = "A100-SXM4-80GB";
+
+Instr Cpu(double ns) {
+  Instr i;
+  i.op = Op::kCpu;
+  i.cpu_ns = ns;
+  return i;
+}
+Instr Launch(int kernel, int stream = 0) {
+  Instr i;
+  i.op = Op::kLaunch;
+  i.kernel = kernel;
+  i.stream = stream;
+  return i;
+}
+Instr Make(Op op, int stream = -1, int event = -1) {
+  Instr i;
+  i.op = op;
+  i.stream = stream;
+  i.event = event;
+  return i;
+}
+Instr Collective(int kernel, int group, double bytes, int stream = 1) {
+  Instr i;
+  i.op = Op::kCollective;
+  i.kernel = kernel;
+  i.group = group;
+  i.bytes = bytes;
+  i.stream = stream;
+  return i;
+}
+
+Program OneRank(std::vector<Instr> code, int streams = 1, int events = 0) {
+  Program p;
+  p.name = "test";
+  p.device = kA100;
+  p.link_bytes_per_s = 200e9;
+  p.kernels.push_back({"gemm", GemmKernel(4096, 4096, 4096, 2, true)});
+  p.kernels.push_back({"vectorized_elementwise_kernel", ElementwiseKernel(64e6, 2, 2, 1)});
+  p.ranks.resize(1);
+  p.ranks[0].threads.resize(1);
+  p.ranks[0].threads[0].code = std::move(code);
+  p.ranks[0].streams = streams;
+  p.ranks[0].events = events;
+  return p;
+}
+
+EngineOptions Exact(int iterations = 1) {
+  EngineOptions o;
+  o.iterations = iterations;
+  o.noise = 0;
+  return o;
+}
+
+double KernelNs(const Program& p, int kernel, int mhz) {
+  return EvaluateKernel(*FindDevice(p.device), p.kernels[static_cast<size_t>(kernel)].traits, mhz).time_s * 1e9;
+}
+
+// Launch [0, 4 µs] -> the GEMM may start 3 µs after the call returns; cudaStreamSynchronize
+// from 4 µs returns 2 µs after the GEMM ends.
+TEST(Engine, LaunchAndStreamSyncTimes) {
+  Program p = OneRank({Launch(0), Make(Op::kStreamSync, 0)});
+  Engine e(p, Exact());
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const RankTrace& r = e.trace().ranks[0];
+  ASSERT_EQ(r.calls.size(), 2u);
+  ASSERT_EQ(r.ops.size(), 1u);
+  double t = KernelNs(p, 0, 1410);
+  EXPECT_EQ(r.calls[0].start_ns, 0);
+  EXPECT_EQ(r.calls[0].end_ns, 4000);
+  EXPECT_EQ(r.ops[0].start_ns, 7000);
+  EXPECT_NEAR(static_cast<double>(r.ops[0].end_ns), 7000 + t, 1);
+  EXPECT_EQ(r.calls[1].kind, CallKind::kStreamSync);
+  EXPECT_EQ(r.calls[1].start_ns, 4000);
+  EXPECT_NEAR(static_cast<double>(r.calls[1].end_ns), 7000 + t + 2000, 1);
+  ASSERT_EQ(r.syncs.size(), 1u);
+  EXPECT_EQ(r.syncs[0].kind, SyncKind::kStreamSync);
+  EXPECT_EQ(r.syncs[0].correlation, r.calls[1].correlation);
+  EXPECT_EQ(r.ops[0].correlation, r.calls[0].correlation);
+}
+
+// Two GEMMs on two streams share the GPU: each progresses at half speed while both run.
+TEST(Engine, ConcurrentKernelsShareTheGpu) {
+  Program p = OneRank({Launch(0, 0), Launch(0, 1), Make(Op::kDeviceSync)}, 2);
+  Engine e(p, Exact());
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const RankTrace& r = e.trace().ranks[0];
+  ASSERT_EQ(r.ops.size(), 2u);
+  double t = KernelNs(p, 0, 1410);
+  // First starts at 7 µs, second at 11 µs: 4 µs alone, then both at half speed.
+  // First ends at 7 + 4 + 2(t - 4) µs; the second then finishes its rest alone.
+  double first_end = 7000 + 4000 + 2 * (t - 4000);
+  EXPECT_NEAR(static_cast<double>(r.ops[0].end_ns), first_end, 2);
+  double second_done_before = (first_end - 11000) / 2;  // work (ns at full speed) done while shared
+  EXPECT_NEAR(static_cast<double>(r.ops[1].end_ns), first_end + (t - second_done_before), 2);
+}
+
+// cudaEventRecord after the GEMM on stream 0, cudaStreamWaitEvent on stream 1: the elementwise
+// kernel on stream 1 starts only when the GEMM is done; the sync record names the event.
+TEST(Engine, EventOrdersStreams) {
+  Program p = OneRank({Launch(0, 0), Make(Op::kRecord, 0, 0), Make(Op::kWaitEvent, 1, 0), Launch(1, 1),
+                       Make(Op::kDeviceSync)},
+                      2, 1);
+  Engine e(p, Exact());
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const RankTrace& r = e.trace().ranks[0];
+  ASSERT_EQ(r.ops.size(), 2u);
+  EXPECT_EQ(r.ops[1].start_ns, r.ops[0].end_ns);
+  const SyncRecord* wait = nullptr;
+  for (const SyncRecord& s : r.syncs)
+    if (s.kind == SyncKind::kStreamWaitEvent) wait = &s;
+  ASSERT_NE(wait, nullptr);
+  EXPECT_EQ(wait->stream, 8);          // local stream 1
+  EXPECT_EQ(wait->wait_on_stream, 7);  // local stream 0
+  EXPECT_EQ(wait->record_correlation, r.calls[1].correlation);
+}
+
+// A device sync right after a stream wait (the wait marker last on its stream) returns once the
+// marker passes.
+TEST(Engine, DeviceSyncAfterTrailingWait) {
+  Program p = OneRank({Launch(0, 0), Make(Op::kRecord, 0, 0), Make(Op::kWaitEvent, 1, 0), Make(Op::kDeviceSync)}, 2, 1);
+  Engine e(p, Exact());
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const RankTrace& r = e.trace().ranks[0];
+  EXPECT_NEAR(static_cast<double>(r.calls.back().end_ns), static_cast<double>(r.ops[0].end_ns) + 2000, 1);
+}
+
+// A clock change takes effect 5-15 ms later and then slows the GEMMs by the model's factor.
+TEST(Engine, LockedClockSlowsComputeAfterLatency) {
+  std::vector<Instr> code;
+  for (int i = 0; i < 200; ++i) code.push_back(Launch(0));
+  code.push_back(Make(Op::kStreamSync, 0));
+  Program p = OneRank(code);
+  Engine e(p, Exact());
+  e.SetLockedClock(0, 705);
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const RankTrace& r = e.trace().ranks[0];
+  double fast = KernelNs(p, 0, 1410), slow = KernelNs(p, 0, 705);
+  ASSERT_GT(slow, 1.8 * fast);
+  int at_fast = 0, at_slow = 0;
+  for (const GpuOp& o : r.ops) {
+    double d = static_cast<double>(o.end_ns - o.start_ns);
+    if (std::fabs(d - fast) < 2) {
+      ++at_fast;
+      EXPECT_LT(o.start_ns, 15'000'000);  // only before the change can have applied
+    }
+    if (std::fabs(d - slow) < 2) {
+      ++at_slow;
+      EXPECT_GT(o.end_ns, 5'000'000);
+    }
+  }
+  EXPECT_GT(at_fast, 0);
+  EXPECT_GT(at_slow, 100);
+  EXPECT_EQ(e.ClockMhz(0), 705);
+}
+
+// A power limit below the GEMM's draw at the maximum clock lowers the clock.
+TEST(Engine, PowerLimitThrottles) {
+  std::vector<Instr> code;
+  for (int i = 0; i < 50; ++i) code.push_back(Launch(0));
+  code.push_back(Make(Op::kStreamSync, 0));
+  Program p = OneRank(code);
+  const DeviceSpec& spec = *FindDevice(kA100);
+  double draw = EvaluateKernel(spec, p.kernels[0].traits, 1410).power_w;
+  Engine e(p, Exact());
+  e.SetPowerLimit(0, std::max(spec.power_limit_min_w, draw * 0.7));
+  double seen = 1e9;
+  e.Every(1, [&](double) { seen = std::min(seen, e.ClockMhz(0)); });
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  EXPECT_LT(seen, 1410);
+  EXPECT_LE(EvaluateKernel(spec, p.kernels[0].traits, seen).power_w, e.PowerLimit(0) + 1e-9);
+}
+
+// The energy counter moves only at telemetry updates and agrees with sampled power.
+TEST(Engine, TelemetryCounterIsQuantised) {
+  std::vector<Instr> code;
+  for (int i = 0; i < 400; ++i) code.push_back(Launch(0));
+  code.push_back(Make(Op::kStreamSync, 0));
+  Program p = OneRank(code);
+  Engine e(p, Exact());
+  std::vector<double> counter;
+  double max_power = 0;
+  e.Every(1, [&](double) {
+    counter.push_back(e.EnergyCounterJ(0));
+    max_power = std::max(max_power, e.PowerW(0));
+  });
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  ASSERT_GT(counter.size(), 100u);
+  int changes = 0;
+  for (size_t i = 1; i < counter.size(); ++i) changes += counter[i] != counter[i - 1];
+  EXPECT_LT(changes, static_cast<int>(counter.size()) / 10);  // updates every ~25 ms, read every 1 ms
+  EXPECT_GT(changes, 2);
+  double draw = EvaluateKernel(*FindDevice(kA100), p.kernels[0].traits, 1410).power_w;
+  EXPECT_NEAR(max_power, draw, 0.02 * draw);
+}
+
+// Rank 1 arrives 200 µs late at the all-reduce: both kernels end together, after the last
+// arrival plus the transfer time.
+TEST(Engine, CollectiveRendezvous) {
+  Program p = OneRank({});
+  p.kernels.push_back({"ncclKernel_AllReduce_RING_LL_Sum_bfloat16", AllReduceKernel(64e6, 2, 2)});
+  p.groups.push_back({{0, 1}, CollectiveKind::kAllReduce, "0"});
+  p.ranks.resize(2);
+  p.ranks[0].threads[0].code = {Collective(2, 0, 64e6), Make(Op::kDeviceSync)};
+  p.ranks[1].threads.resize(1);
+  p.ranks[1].threads[0].code = {Cpu(200000), Collective(2, 0, 64e6), Make(Op::kDeviceSync)};
+  p.ranks[0].streams = p.ranks[1].streams = 2;
+  Engine e(p, Exact());
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const GpuOp& a = e.trace().ranks[0].ops[0];
+  const GpuOp& b = e.trace().ranks[1].ops[0];
+  EXPECT_EQ(a.start_ns, 7000);
+  EXPECT_EQ(b.start_ns, 207000);
+  EXPECT_EQ(a.end_ns, b.end_ns);
+  double transfer = 64e6 * 2 * (2 - 1) / 2 / 200e9 * 1e9 + 8000;
+  EXPECT_NEAR(static_cast<double>(b.end_ns - b.start_ns), transfer, 2);
+  EXPECT_TRUE(a.is_comm);
+  EXPECT_EQ(e.trace().names.Get(a.process_group), "0");
+}
+
+TEST(Engine, MismatchedCollectivesDeadlock) {
+  Program p = OneRank({});
+  p.kernels.push_back({"ncclKernel_AllReduce_RING_LL_Sum_bfloat16", AllReduceKernel(1e6, 2, 2)});
+  p.groups.push_back({{0, 1}, CollectiveKind::kAllReduce, "0"});
+  p.ranks.resize(2);
+  p.ranks[0].threads[0].code = {Collective(2, 0, 1e6, 0), Make(Op::kDeviceSync)};
+  p.ranks[1].threads.resize(1);
+  p.ranks[1].threads[0].code = {Make(Op::kDeviceSync)};  // never joins
+  Engine e(p, Exact());
+  std::string err;
+  EXPECT_FALSE(e.Run(&err));
+  EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
+  EXPECT_NE(err.find("collective group 0"), std::string::npos) << err;
+}
+
+// Same seed, same run; another seed, another run.
+TEST(Engine, SeededNoiseIsDeterministic) {
+  std::vector<Instr> code;
+  for (int i = 0; i < 50; ++i) code.push_back(Launch(i % 2)), code.push_back(Cpu(3000));
+  code.push_back(Make(Op::kDeviceSync));
+  Program p = OneRank(code);
+  auto run = [&](uint64_t seed) {
+    EngineOptions o;
+    o.iterations = 3;
+    o.seed = seed;
+    Engine e(p, o);
+    std::string err;
+    EXPECT_TRUE(e.Run(&err)) << err;
+    std::vector<int64_t> ends;
+    for (const GpuOp& op : e.trace().ranks[0].ops) ends.push_back(op.end_ns);
+    return ends;
+  };
+  EXPECT_EQ(run(7), run(7));
+  EXPECT_NE(run(7), run(8));
+}
+
+// The simulator's trace goes through EMO's graph builder and replays within 1 %.
+TEST(Engine, TraceReplaysThroughTheGraph) {
+  std::vector<Instr> code;
+  for (int i = 0; i < 30; ++i) {
+    code.push_back(Launch(0, 0));
+    code.push_back(Cpu(5000));
+    if (i % 5 == 4) {
+      code.push_back(Make(Op::kRecord, 0, 0));
+      code.push_back(Make(Op::kWaitEvent, 1, 0));
+      code.push_back(Launch(1, 1));
+    }
+  }
+  code.push_back(Make(Op::kDeviceSync));
+  Program p = OneRank(code, 2, 1);
+  EngineOptions o;
+  o.iterations = 4;
+  Engine e(p, o);
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  Graph g;
+  BuildReport rep;
+  ASSERT_TRUE(BuildGraph(e.trace(), &g, &rep, &err)) << err;
+  EXPECT_EQ(rep.ranks[0].waits_inferred, 0);
+  EXPECT_EQ(rep.ranks[0].waits_unresolved, 0);
+  Analysis a = Analyze(e.trace(), g);
+  EXPECT_LT(std::fabs(a.total.replay_error), 0.01);
+  EXPECT_EQ(a.total.iterations, 4);
+}
+
+}  // namespace
+}  // namespace emo::sim

@@ -257,6 +257,36 @@ TEST(Engine, MismatchedCollectivesDeadlock) {
   EXPECT_NE(err.find("collective group 0"), std::string::npos) << err;
 }
 
+// Range profiling: the counters of the kernels in the range, derived from their hidden work with
+// about 1 % noise: a GEMM shows tensor instructions, an elementwise kernel DRAM bytes and no
+// tensor work.
+TEST(Engine, CountersOverAKernelRange) {
+  auto profile = [](int kernel, uint64_t seed) {
+    std::vector<Instr> code;
+    for (int i = 0; i < 10; ++i) code.push_back(Launch(kernel));
+    code.push_back(Make(Op::kStreamSync, 0));
+    Program p = OneRank(code);
+    EngineOptions o = Exact();
+    o.seed = seed;
+    Engine e(p, o);
+    e.StartCounters(0);
+    std::string err;
+    EXPECT_TRUE(e.Run(&err)) << err;
+    return std::make_pair(e.StopCounters(0), p.kernels[static_cast<size_t>(kernel)].traits);
+  };
+  auto [gemm, gt] = profile(0, 1);
+  EXPECT_EQ(gemm.kernels, 10);
+  EXPECT_NEAR(gemm.inst_tensor, 10 * gt.tensor_flop / 4096, 0.03 * 10 * gt.tensor_flop / 4096);
+  EXPECT_GT(gemm.sm_cycles_active, 0);
+  auto [ew, et] = profile(1, 1);
+  EXPECT_EQ(ew.inst_tensor, 0);
+  double bytes = 10 * (et.dram_read_bytes + et.dram_write_bytes);
+  EXPECT_NEAR(ew.dram_read_bytes + ew.dram_write_bytes, bytes, 0.03 * bytes);
+  auto [gemm2, unused] = profile(0, 2);
+  EXPECT_NE(gemm2.inst_tensor, gemm.inst_tensor);  // measurement noise
+  EXPECT_NEAR(gemm2.inst_tensor, gemm.inst_tensor, 0.03 * gemm.inst_tensor);
+}
+
 // Same seed, same run; another seed, another run.
 TEST(Engine, SeededNoiseIsDeterministic) {
   std::vector<Instr> code;

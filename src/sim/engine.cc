@@ -89,6 +89,8 @@ struct Gpu {
   double tel_time = 0, tel_energy = 0, tel_busy = 0;
   std::vector<std::vector<KernelCost>> cost;  // [kernel][clock index], time_s < 0 until computed
   std::vector<double> idle_w;                 // [clock index]
+  bool counting = false;                      // a counter range is open
+  CounterValues counters;
 };
 
 struct EventState {
@@ -603,6 +605,12 @@ struct Engine::State {
     Recompute(st.rank);
     ++ops_executed;
     const Item& it = st.current;
+    if (g.counting && it.kind == Item::kKernel) {
+      const KernelTraits& k = p.kernels[static_cast<size_t>(it.kernel)].traits;
+      size_t ci = ClockIndex(g, g.effective_mhz);
+      g.counters.Add(KernelCounters(*g.spec, k, Cost(g, it.kernel, ci), (now - st.current_start) * 1e-9,
+                                    [&](int) { return std::max(0.9, 1 + 0.01 * Normal()); }));
+    }
     if (opt.record_trace) {
       GpuOp o;
       o.start_ns = static_cast<int64_t>(st.current_start);
@@ -833,6 +841,16 @@ double Engine::PowerW(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)]
 double Engine::Utilization(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_util; }
 double Engine::ClockMhz(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].effective_mhz; }
 double Engine::now_ns() const { return s_->now; }
+void Engine::StartCounters(int gpu) {
+  Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  g.counting = true;
+  g.counters = CounterValues{};
+}
+CounterValues Engine::StopCounters(int gpu) {
+  Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  g.counting = false;
+  return g.counters;
+}
 const std::vector<double>& Engine::iteration_starts() const { return s_->iteration_starts; }
 double Engine::end_ns() const { return s_->end; }
 int64_t Engine::gpu_ops_executed() const { return s_->ops_executed; }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/counters.h"
 #include "sim/program.h"
 #include "trace/trace.h"
 
@@ -57,6 +58,10 @@ class Engine {
   double PowerW(int gpu) const;           // average over the last telemetry period
   double Utilization(int gpu) const;      // fraction of the last period with a GPU op running
   double ClockMhz(int gpu) const;         // the SM clock in effect now
+  // Range profiling, as CUPTI's: counters of the compute kernels that end on `gpu` between
+  // StartCounters and StopCounters, with about 1 % measurement noise.
+  void StartCounters(int gpu);
+  CounterValues StopCounters(int gpu);
   double now_ns() const;
 
   // ProfilerStep boundaries of rank 0's first thread: iteration i spans

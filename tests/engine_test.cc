@@ -46,6 +46,13 @@ Instr Collective(int kernel, int group, double bytes, int stream = 1) {
   return i;
 }
 
+// `n` launches of `kernel` on stream 0, then cudaStreamSynchronize.
+std::vector<Instr> LaunchesThenSync(int kernel, int n) {
+  std::vector<Instr> code(static_cast<size_t>(n), Launch(kernel));
+  code.push_back(Make(Op::kStreamSync, 0));
+  return code;
+}
+
 Program OneRank(std::vector<Instr> code, int streams = 1, int events = 0) {
   Program p;
   p.name = "test";
@@ -147,10 +154,7 @@ TEST(Engine, DeviceSyncAfterTrailingWait) {
 
 // A clock change takes effect 5-15 ms later and then slows the GEMMs by the model's factor.
 TEST(Engine, LockedClockSlowsComputeAfterLatency) {
-  std::vector<Instr> code;
-  for (int i = 0; i < 200; ++i) code.push_back(Launch(0));
-  code.push_back(Make(Op::kStreamSync, 0));
-  Program p = OneRank(code);
+  Program p = OneRank(LaunchesThenSync(0, 200));
   Engine e(p, Exact());
   e.SetLockedClock(0, 705);
   std::string err;
@@ -177,10 +181,7 @@ TEST(Engine, LockedClockSlowsComputeAfterLatency) {
 
 // A power limit below the GEMM's draw at the maximum clock lowers the clock.
 TEST(Engine, PowerLimitThrottles) {
-  std::vector<Instr> code;
-  for (int i = 0; i < 50; ++i) code.push_back(Launch(0));
-  code.push_back(Make(Op::kStreamSync, 0));
-  Program p = OneRank(code);
+  Program p = OneRank(LaunchesThenSync(0, 50));
   const DeviceSpec& spec = *FindDevice(kA100);
   double draw = EvaluateKernel(spec, p.kernels[0].traits, 1410).power_w;
   Engine e(p, Exact());
@@ -195,10 +196,7 @@ TEST(Engine, PowerLimitThrottles) {
 
 // The energy counter moves only at telemetry updates and agrees with sampled power.
 TEST(Engine, TelemetryCounterIsQuantised) {
-  std::vector<Instr> code;
-  for (int i = 0; i < 400; ++i) code.push_back(Launch(0));
-  code.push_back(Make(Op::kStreamSync, 0));
-  Program p = OneRank(code);
+  Program p = OneRank(LaunchesThenSync(0, 400));
   Engine e(p, Exact());
   std::vector<double> counter;
   double max_power = 0;
@@ -262,10 +260,7 @@ TEST(Engine, MismatchedCollectivesDeadlock) {
 // tensor work.
 TEST(Engine, CountersOverAKernelRange) {
   auto profile = [](int kernel, uint64_t seed) {
-    std::vector<Instr> code;
-    for (int i = 0; i < 10; ++i) code.push_back(Launch(kernel));
-    code.push_back(Make(Op::kStreamSync, 0));
-    Program p = OneRank(code);
+    Program p = OneRank(LaunchesThenSync(kernel, 10));
     EngineOptions o = Exact();
     o.seed = seed;
     Engine e(p, o);

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "graph/analysis.h"
@@ -70,9 +71,12 @@ int RunAnalyze(const AnalyzeOptions& opt) {
   std::string err;
   std::vector<std::string> files;
   Trace trace;
-  auto progress = [&](size_t i, size_t n, const std::string& path) {
-    if (opt.progress) fmt::print(stderr, "emo: loading [{}/{}] {}\n", i + 1, n, path);
-  };
+  std::function<void(size_t, size_t, const std::string&, uint64_t)> progress;
+  if (opt.progress)
+    progress = [](size_t i, size_t n, const std::string& path, uint64_t bytes) {
+      if (bytes == 0) fmt::print(stderr, "emo: loading [{}/{}] {}\n", i + 1, n, path);
+      else fmt::print(stderr, "emo: loading [{}/{}] {}: {} MiB read\n", i + 1, n, path, bytes >> 20);
+    };
   if (!ExpandTracePaths(opt.inputs, &files, &err) || !LoadTraces(files, &trace, &err, progress)) {
     fmt::print(stderr, "emo analyze: {}\n", err);
     return 1;

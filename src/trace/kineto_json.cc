@@ -117,8 +117,9 @@ int64_t DtypeBytes(std::string_view t) {
 // parses each chunk, and each other top-level value, fully.
 class Parser {
  public:
-  Parser(std::string_view source, ByteStream* in, Trace* trace, std::string* err)
-      : source_(source), in_(in), trace_(trace), err_(err) {}
+  Parser(std::string_view source, ByteStream* in, Trace* trace, std::string* err,
+         std::function<void(uint64_t)> progress = {})
+      : source_(source), in_(in), trace_(trace), err_(err), progress_(std::move(progress)) {}
 
   bool Run();
 
@@ -170,6 +171,10 @@ class Parser {
     buf_.erase(0, *keep);
     base_ += *keep;
     *keep = 0;
+    if (progress_ && base_ >= next_progress_) {
+      progress_(base_);
+      next_progress_ = base_ + (uint64_t{256} << 20);
+    }
   }
   bool ParseDoc(size_t begin, size_t end, bool wrap_array);
   bool TopLevelValue(std::string_view key);
@@ -183,6 +188,8 @@ class Parser {
   ByteStream* in_;
   Trace* trace_;
   std::string* err_;
+  std::function<void(uint64_t)> progress_;
+  uint64_t next_progress_ = uint64_t{256} << 20;
   bool failed_ = false;
   std::string buf_;      // input window: bytes [base_, base_ + buf_.size())
   size_t base_ = 0;
@@ -563,10 +570,11 @@ bool ParseKinetoJson(std::string_view source, const char* data, size_t size, Tra
   return p.Run();
 }
 
-bool LoadKinetoJson(const std::string& path, Trace* trace, std::string* err) {
+bool LoadKinetoJson(const std::string& path, Trace* trace, std::string* err,
+                    const std::function<void(uint64_t)>& progress) {
   ByteStream in;
   if (!in.Open(path, err)) return false;
-  Parser p(path, &in, trace, err);
+  Parser p(path, &in, trace, err, progress);
   return p.Run();
 }
 

@@ -17,6 +17,8 @@
 // "ts" values are relative to. Everything else is skipped unread.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +32,8 @@ bool ParseKinetoJson(std::string_view source, const char* data, size_t size, Tra
 
 // Streams PATH (gzip detected by its magic bytes) through the parser; memory use is bounded by
 // the trace model, not the file size.
-bool LoadKinetoJson(const std::string& path, Trace* trace, std::string* err);
+// `progress`, when set, is called with the (decompressed) bytes read every 256 MiB.
+bool LoadKinetoJson(const std::string& path, Trace* trace, std::string* err,
+                    const std::function<void(uint64_t bytes)>& progress = {});
 
 }  // namespace emo

@@ -58,10 +58,12 @@ static bool IsSqlite(const std::string& path) {
 }
 
 bool LoadTraces(const std::vector<std::string>& files, Trace* trace, std::string* err,
-                const std::function<void(size_t, size_t, const std::string&)>& progress) {
+                const std::function<void(size_t, size_t, const std::string&, uint64_t)>& progress) {
   for (size_t i = 0; i < files.size(); ++i) {
-    if (progress) progress(i, files.size(), files[i]);
-    bool ok = IsSqlite(files[i]) ? LoadNsysSqlite(files[i], trace, err) : LoadKinetoJson(files[i], trace, err);
+    if (progress) progress(i, files.size(), files[i], 0);
+    std::function<void(uint64_t)> within;
+    if (progress) within = [&](uint64_t bytes) { progress(i, files.size(), files[i], bytes); };
+    bool ok = IsSqlite(files[i]) ? LoadNsysSqlite(files[i], trace, err) : LoadKinetoJson(files[i], trace, err, within);
     if (!ok) return false;
   }
   if (trace->ranks.empty()) {

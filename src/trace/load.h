@@ -15,8 +15,9 @@ namespace emo {
 bool ExpandTracePaths(const std::vector<std::string>& paths, std::vector<std::string>* files, std::string* err);
 
 // Loads every file into `trace` (one rank per Kineto file, one per process of a SQLite file).
-// `progress`, when set, is called before each file with (index, count, path).
+// `progress`, when set, is called before each file with (index, count, path, 0) and, inside a
+// large JSON file, every 256 MiB with the bytes read so far.
 bool LoadTraces(const std::vector<std::string>& files, Trace* trace, std::string* err,
-                const std::function<void(size_t, size_t, const std::string&)>& progress = {});
+                const std::function<void(size_t, size_t, const std::string&, uint64_t)>& progress = {});
 
 }  // namespace emo

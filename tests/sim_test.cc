@@ -12,6 +12,7 @@
 #include "apply/sim_gpu_control.h"
 #include "graph/analysis.h"
 #include "graph/builder.h"
+#include "sim/device_spec.h"
 #include "sim/engine.h"
 #include "sim/replay_workload.h"
 #include "sim/workload.h"
@@ -49,13 +50,18 @@ struct Measured {
 };
 
 // Runs `iterations`, locking `clocks[g]` on GPU g (0: default), and measures the iterations
-// after the first through the energy counters.
-Measured Measure(const Program& p, int iterations, const std::vector<int>& clocks = {}) {
+// after the first through the energy counters. `uncapped` raises the power limits to their
+// maximum, so that the clocks set are the clocks run.
+Measured Measure(const Program& p, int iterations, const std::vector<int>& clocks = {}, bool uncapped = false) {
   EngineOptions o;
   o.iterations = iterations;
   o.record_trace = false;
   Engine e(p, o);
   SimGpuControl gpus(&e);
+  for (int g = 0; uncapped && g < gpus.Count(); ++g) {
+    std::string err;
+    EXPECT_TRUE(gpus.SetPowerLimit(g, FindDevice(p.device)->power_limit_max_w, &err)) << err;
+  }
   for (size_t g = 0; g < clocks.size(); ++g) {
     std::string err;
     if (clocks[g] > 0) {
@@ -138,7 +144,7 @@ TEST(SimPhysics, EnergyLowestAtIntermediateClock) {
   Program p = Build(spec);
   std::vector<int> clocks = {1410, 1200, 1005, 810, 600, 405, 210};
   std::vector<double> energy;
-  for (int mhz : clocks) energy.push_back(Measure(p, 6, {mhz, mhz}).energy_j);
+  for (int mhz : clocks) energy.push_back(Measure(p, 6, {mhz, mhz}, true).energy_j);
   size_t best = static_cast<size_t>(std::min_element(energy.begin(), energy.end()) - energy.begin());
   EXPECT_GT(best, 0u) << "lowest at the maximum clock";
   EXPECT_LT(best, clocks.size() - 1) << "lowest at the minimum clock";

@@ -4,10 +4,12 @@
 // Voltages are normalised: V(max SM clock) = 1. Below `v_knee_mhz` the voltage stays at
 // `v_floor`; above it rises to 1 as ((f - knee) / (f_max - knee))^v_exponent. Power at SM clock f
 // (GHz) and voltage V, with activities u in [0, 1]:
-//   P = board_w + leakage_w·V^2 + V^2·f·(clock_w + sm_active_w·busy + Σ pipe_w·u_pipe)
+//   P = board_w + leakage_w·V² + V²·f·(clock_w + sm_active_w·busy + Σ pipe_w·u_pipe)
 //       + dram_j_per_byte·(DRAM bytes/s)
-// The A100 and A40 power parameters are calibrated against the Perseus stage profiles
-// (tests/sim_calibration_test.cc); the others are scaled from them by their published limits.
+// where the pipes are tensor, fp32, fp64, int, sfu, lsu, shared (u = mean of shared and L1) and
+// l2. The A100 and A40 V/f and power parameters, overlap_p, DRAM efficiency and link bandwidth
+// are fitted to the Perseus stage profiles (tests/sim_calibration_test.cc); H100 and RTX 3080 Ti
+// reuse the fit of the same memory technology (HBM / GDDR), scaled to their power limits.
 #pragma once
 
 #include <string>

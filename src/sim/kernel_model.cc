@@ -21,6 +21,7 @@ double LpNorm(std::initializer_list<double> parts, double p) {
 
 double Time(double work, double peak_per_s) { return work > 0 ? work / peak_per_s : 0; }
 
+constexpr double kSmOverlapP = 6;  // the SM's pipes and its shared/L1/L2 paths work concurrently
 constexpr double kLaunchS = 4e-6;  // launch plus tail of a typical kernel
 constexpr double kTile = 128;      // GEMM output tile edge (elements)
 constexpr double kL2Panel = 2048;  // output block whose operands stay resident in L2
@@ -48,10 +49,9 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
   const double t_dram = Time(dram_bytes, spec.mem_bandwidth_bps * spec.dram_efficiency * occ);
 
   const double t_link = Time(k.link_bytes, spec.link_bandwidth_bps);
-  const double p = spec.overlap_p;
   const double t_sm =
-      LpNorm({t_tensor, t_fp32, t_fp64, t_int, t_sfu, t_lsu, t_shared, t_l1, t_l2}, p);
-  const double body = LpNorm({t_sm, t_dram, t_link}, p);
+      LpNorm({t_tensor, t_fp32, t_fp64, t_int, t_sfu, t_lsu, t_shared, t_l1, t_l2}, kSmOverlapP);
+  const double body = LpNorm({t_sm, t_dram, t_link}, spec.overlap_p);
   c.time_s = std::max(body + k.overhead_s, 1e-9);
   c.sm_clock_mhz = f_mhz;
   c.voltage = Voltage(spec, f_mhz);

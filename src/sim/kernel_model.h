@@ -3,9 +3,9 @@
 //
 // Time at SM clock f: every SM-side part (each pipe, shared/L1, L2) takes work/(peak·f·occupancy)
 // and the DRAM and GPU-link parts take bytes/bandwidth, independent of f. The parts
-// overlap imperfectly, combined by an Lp norm (p = DeviceSpec::overlap_p):
-//   t_sm = ‖t_tensor, t_fp32, t_fp64, t_int, t_sfu, t_lsu, t_shared, t_l1, t_l2‖_p
-//   t    = ‖t_sm, t_dram, t_link‖_p + overhead
+// overlap imperfectly, combined by Lp norms:
+//   t_sm = ‖t_tensor, t_fp32, t_fp64, t_int, t_sfu, t_lsu, t_shared, t_l1, t_l2‖_6
+//   t    = ‖t_sm, t_dram, t_link‖_p + overhead          (p = DeviceSpec::overlap_p)
 // so a GEMM's time goes as ~1/f and a copy's is nearly flat. Each part's utilisation is its busy
 // time over t, and power follows device_spec.h: static(V(f)) + Σ C·V(f)²·f·utilisation + DRAM.
 #pragma once

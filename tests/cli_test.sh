@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # cli_test.sh — end-to-end checks of the emo executable: help, JSON keys of `emo analyze`, and
 # clear one-line errors with a non-zero exit on bad input.
-# Usage: cli_test.sh EMO_BINARY TRACES_DIR
+# Usage: cli_test.sh EMO_BINARY TRACES_DIR WORKLOADS_DIR
 set -u
 emo=$1
 traces=$2
+workloads=${3:-}
 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -27,6 +28,32 @@ if [ -d "$traces" ]; then
   done
   "$emo" analyze "$traces/param/dlrm_kineto" >"$tmp/out.txt" 2>&1
   check "analyze text over 8 ranks" grep -q "rank 7" "$tmp/out.txt"
+fi
+
+if [ -d "$workloads" ]; then
+  # emo sim: measurement JSON, a trace emo analyze reads, and a policy that lowers the clock
+  # saves energy at some cost in time.
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 3 --measure "$tmp/m.json" \
+    --trace "$tmp/tr" >/dev/null 2>"$tmp/err"
+  check "sim exits 0" test $? -eq 0
+  for key in iteration_ms energy_j per_gpu; do
+    check "measure has $key" python3 -c "import json,sys; d=json.load(open('$tmp/m.json')); sys.exit(0 if '$key' in d else 1)"
+  done
+  check "sim trace has one file per rank" test -f "$tmp/tr/rank-1.json"
+  "$emo" analyze --json "$tmp/tr" >"$tmp/a.json" 2>/dev/null
+  check "analyze of the sim trace replays within 1 %" python3 -c \
+    "import json,sys; d=json.load(open('$tmp/a.json')); sys.exit(0 if abs(d['replay_error']) < 0.01 and len(d['ranks']) == 2 else 1)"
+  printf '{"gpus": [{"gpu": 0, "changes": [{"t_ms": 0, "mhz": 1005}]}, {"gpu": 1, "changes": [{"t_ms": 0, "mhz": 1005}]}]}' >"$tmp/p.json"
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 3 --policy "$tmp/p.json" --measure "$tmp/m2.json" >/dev/null 2>&1
+  check "a 1005 MHz policy saves energy and costs time" python3 -c \
+    "import json,sys; a=json.load(open('$tmp/m.json')); b=json.load(open('$tmp/m2.json')); sys.exit(0 if b['energy_j'] < a['energy_j'] and b['iteration_ms'] > a['iteration_ms'] else 1)"
+  printf '{"kind": "tp", "device": "a100", "model": {"layers": -1}}' >"$tmp/bad-spec.json"
+  "$emo" sim --workload "$tmp/bad-spec.json" >/dev/null 2>"$tmp/err"; rc=$?
+  check "bad spec exits 1" test $rc -eq 1
+  check "bad spec error names the file" grep -q "bad-spec.json" "$tmp/err"
+  printf '{"gpus": [{"gpu": 9, "changes": [{"t_ms": 0, "mhz": 1005}]}]}' >"$tmp/bad-policy.json"
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 1 --policy "$tmp/bad-policy.json" >/dev/null 2>"$tmp/err"; rc=$?
+  check "policy for a missing GPU exits 1" test $rc -eq 1
 fi
 
 # Bad input: one line on stderr naming the file, non-zero exit, no crash (exit code 1, not a signal).

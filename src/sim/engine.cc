@@ -313,6 +313,13 @@ struct Engine::State {
     if (Unblocked(th)) Finish(th, tid);
   }
 
+  // Resumes the thread at t, after the CPU work that follows in its code: nothing the thread
+  // does between two API calls is visible to others, so one event covers both.
+  void Resume(ThreadState& th, int32_t tid, const std::vector<Instr>& code, double t) {
+    while (th.pc < code.size() && code[th.pc].op == Op::kCpu) t += code[th.pc++].cpu_ns * Noise();
+    Push(t, kThreadResume, tid);
+  }
+
   void StepThread(int32_t tid) {
     ThreadState& th = threads[static_cast<size_t>(tid)];
     const auto& code = p.ranks[static_cast<size_t>(th.rank)].threads[static_cast<size_t>(th.index)].code;
@@ -343,7 +350,7 @@ struct Engine::State {
     th.has_sync = false;
     switch (in.op) {
       case Op::kCpu:
-        Push(now + in.cpu_ns * Noise(), kThreadResume, tid);
+        Resume(th, tid, code, now + in.cpu_ns * Noise());
         return;
       case Op::kLaunch:
       case Op::kCollective: {
@@ -362,7 +369,7 @@ struct Engine::State {
           it.bytes = in.bytes;
         }
         Enqueue(sid, it);
-        Push(end_t, kThreadResume, tid);
+        Resume(th, tid, code, end_t);
         return;
       }
       case Op::kCopy: {
@@ -382,7 +389,7 @@ struct Engine::State {
           RecordCall(th, n_memcpy_async, now, end_t, corr);
           it.ready = end_t + kLaunchLatencyNs;
           Enqueue(sid, it);
-          Push(end_t, kThreadResume, tid);
+          Resume(th, tid, code, end_t);
         } else {
           it.ready = now + kCopyCallNs;
           it.wake_thread = tid;
@@ -406,7 +413,7 @@ struct Engine::State {
         ev.last_stream = in.stream;
         ev.last_record_corr = corr;
         Enqueue(sid, it);
-        Push(end_t, kThreadResume, tid);
+        Resume(th, tid, code, end_t);
         return;
       }
       case Op::kWaitEvent: {
@@ -429,7 +436,7 @@ struct Engine::State {
           it.version = ev.recorded;
           Enqueue(sid, it);
         }
-        Push(end_t, kThreadResume, tid);
+        Resume(th, tid, code, end_t);
         return;
       }
       case Op::kEventSync: {

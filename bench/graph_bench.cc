@@ -8,6 +8,7 @@
 #include "graph/builder.h"
 #include "graph/replay.h"
 #include "trace/kineto_json.h"
+#include "trace/kineto_writer.h"
 #include "util/file.h"
 
 namespace emo {
@@ -89,6 +90,22 @@ void BM_LoadRealTraceFromDisk(benchmark::State& state) {
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_LoadRealTraceFromDisk)->Unit(benchmark::kMillisecond);
+
+// Writing the largest real trace back as Kineto JSON (emo sim --trace, round trips).
+void BM_WriteKinetoJson(benchmark::State& state) {
+  Trace t;
+  std::string err, out;
+  if (!LoadKinetoJson(kLargestReal, &t, &err)) {
+    state.SkipWithError(err.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    WriteKinetoJson(t, 0, &out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(out.size()) * state.iterations());
+}
+BENCHMARK(BM_WriteKinetoJson)->Unit(benchmark::kMillisecond);
 
 // Parse + build of a generated trace; the argument is the number of kernels (about 4.2 events
 // each, so 1.25M kernels make over 5 million events).

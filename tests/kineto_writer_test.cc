@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -328,11 +327,7 @@ TEST(KinetoWriter, RealTraceRoundTripsExactly) {
   ASSERT_GT(r.ops.size(), 0u);
 
   std::string text;
-  auto t0 = std::chrono::steady_clock::now();
   WriteKinetoJson(t, 0, &text);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("wrote %zu calls, %zu ops, %zu syncs, %zu iterations: %.1f MB in %.1f ms (%.0f MB/s)\n", r.calls.size(),
-              r.ops.size(), r.syncs.size(), r.iterations.size(), text.size() / 1e6, s * 1e3, text.size() / 1e6 / s);
 
   Trace back;
   ASSERT_TRUE(Parse(text, &back, &err)) << err;

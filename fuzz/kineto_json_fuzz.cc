@@ -7,14 +7,11 @@
 #include "graph/analysis.h"
 #include "graph/builder.h"
 #include "trace/kineto_json.h"
-#include "util/file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string buf(reinterpret_cast<const char*>(data), size);
-  buf.reserve(size + emo::kReadPadding);
   emo::Trace trace;
   std::string err;
-  if (!emo::ParseKinetoJson("fuzz.json", buf.data(), buf.size(), &trace, &err)) return 0;
+  if (!emo::ParseKinetoJson("fuzz.json", reinterpret_cast<const char*>(data), size, &trace, &err)) return 0;
   emo::Graph g;
   emo::BuildReport report;
   if (!emo::BuildGraph(trace, &g, &report, &err)) return 0;

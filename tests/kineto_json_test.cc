@@ -5,15 +5,12 @@
 #include <zlib.h>
 
 #include "test_util.h"
-#include "util/file.h"
 
 namespace emo {
 namespace {
 
 bool Parse(const std::string& json, Trace* t, std::string* err) {
-  std::string buf = json;
-  buf.reserve(buf.size() + kReadPadding);
-  return ParseKinetoJson("t.json", buf.data(), buf.size(), t, err);
+  return ParseKinetoJson("t.json", json.data(), json.size(), t, err);
 }
 
 TEST(KinetoJson, ReadsEventsArgsAndMetadata) {

@@ -5,25 +5,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "test_util.h"
 #include "trace/kineto_json.h"
-#include "util/file.h"
 
 namespace emo {
 namespace {
 
 bool Parse(const std::string& json, Trace* t, std::string* err) {
-  std::string buf = json;
-  buf.reserve(buf.size() + kReadPadding);
-  return ParseKinetoJson("written.json", buf.data(), buf.size(), t, err);
-}
-
-std::string TracesDir() {
-  const char* d = std::getenv("EMO_TRACES");
-  return d ? d : "";
+  return ParseKinetoJson("written.json", json.data(), json.size(), t, err);
 }
 
 // Every field of every record of two ranks (of possibly different Traces, so names compare as
@@ -314,7 +306,7 @@ TEST(KinetoWriter, EmptyRankIsValid) {
 }
 
 TEST(KinetoWriter, RealTraceRoundTripsExactly) {
-  std::string dir = TracesDir();
+  std::string dir = test::TracesDir();
   if (dir.empty()) GTEST_SKIP() << "EMO_TRACES not set";
   const std::string path =
       dir + "/HolisticTraceAnalysis/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz";

@@ -6,7 +6,6 @@
 #include <cstdlib>
 
 #include "trace/kineto_json.h"
-#include "util/file.h"
 
 namespace emo::test {
 
@@ -16,10 +15,8 @@ std::string TracesDir() {
 }
 
 void AddKinetoRank(const std::string& json, Trace* trace, const std::string& name) {
-  std::string buf = json;
-  buf.reserve(buf.size() + kReadPadding);
   std::string err;
-  ASSERT_TRUE(ParseKinetoJson(name, buf.data(), buf.size(), trace, &err)) << err;
+  ASSERT_TRUE(ParseKinetoJson(name, json.data(), json.size(), trace, &err)) << err;
 }
 
 void Build(const Trace& trace, Graph* g, BuildReport* report) {

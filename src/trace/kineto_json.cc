@@ -290,7 +290,7 @@ bool Parser::SkipValue(size_t* i) {
 // Hands buf_[begin, end) to simdjson (as "[...]" when wrap_array).
 bool Parser::ParseDoc(size_t begin, size_t end, bool wrap_array) {
   doc_text_.clear();
-  doc_text_.reserve(end - begin + 2 + kReadPadding);
+  doc_text_.reserve(end - begin + 2 + simdjson::SIMDJSON_PADDING);
   if (wrap_array) doc_text_ += '[';
   doc_text_.append(buf_, begin, end - begin);
   if (wrap_array) doc_text_ += ']';

@@ -115,7 +115,6 @@ bool ReadFileMaybeGz(const std::string& path, std::string* out, std::string* err
   out->clear();
   for (bool eof = false; !eof;)
     if (!in.Read(out, &eof, err)) return false;
-  out->reserve(out->size() + kReadPadding);
   return true;
 }
 

@@ -9,10 +9,7 @@
 
 namespace emo {
 
-// Extra bytes reserved past the data: at least simdjson::SIMDJSON_PADDING.
-inline constexpr size_t kReadPadding = 64;
-
-// On success *out holds the (decompressed) bytes and out->capacity() >= size + kReadPadding.
+// On success *out holds the (decompressed) bytes.
 // On failure returns false and sets *err to "PATH: what went wrong".
 bool ReadFileMaybeGz(const std::string& path, std::string* out, std::string* err);
 

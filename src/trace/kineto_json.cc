@@ -29,12 +29,18 @@ struct RawEvent {
   std::string_view sync_kind, process_group, dtype;
 };
 
-// Parses a JSON number token in microseconds into integer nanoseconds without going through
-// double, so that 1712195495520883.123 keeps its nanoseconds.
-bool MicrosToNanos(std::string_view tok, int64_t* out) {
+// A raw JSON token without trailing whitespace and, if it is a string, its quotes.
+std::string_view Unquote(std::string_view tok) {
   while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t'))
     tok.remove_suffix(1);
   if (tok.size() >= 2 && tok.front() == '"' && tok.back() == '"') tok = tok.substr(1, tok.size() - 2);
+  return tok;
+}
+
+// Parses a JSON number token in microseconds into integer nanoseconds without going through
+// double, so that 1712195495520883.123 keeps its nanoseconds.
+bool MicrosToNanos(std::string_view tok, int64_t* out) {
+  tok = Unquote(tok);
   if (tok.empty()) return false;
   bool neg = tok.front() == '-';
   if (neg) tok.remove_prefix(1);
@@ -96,9 +102,7 @@ bool ReadInt(od::value v, int64_t* out) {
 
 // An integer token, possibly quoted ("1711964646000000000" or 1711964646000000000).
 bool ParseIntToken(std::string_view tok, int64_t* out) {
-  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t'))
-    tok.remove_suffix(1);
-  if (tok.size() >= 2 && tok.front() == '"' && tok.back() == '"') tok = tok.substr(1, tok.size() - 2);
+  tok = Unquote(tok);
   auto r = std::from_chars(tok.data(), tok.data() + tok.size(), *out);
   return r.ec == std::errc() && r.ptr == tok.data() + tok.size();
 }

@@ -69,11 +69,6 @@ struct RankIndex {
   std::vector<uint32_t> op_node;  // GpuOp index -> node id
 };
 
-// Ops of one stream in execution order, with lookups by launch order (correlation ids grow
-// with launch order within a process).
-struct StreamOps {
-  std::vector<uint32_t> ops;  // indices into RankTrace::ops, in start order
-};
 
 class RankBuilder {
  public:
@@ -105,7 +100,9 @@ class RankBuilder {
   std::vector<std::pair<int64_t, uint32_t>> calls_by_corr_;
   std::vector<std::pair<uint32_t, uint32_t>> call_ops_;  // per call: its ops, a range in ops_by_corr_
   std::vector<uint32_t> launch_call_;                    // per op: the call that launched it, or kNone
-  std::unordered_map<int64_t, StreamOps> streams_;
+  // Per stream, its ops (indices into RankTrace::ops) in execution order, which is also launch
+  // order: correlation ids grow with launch order within a process.
+  std::unordered_map<int64_t, std::vector<uint32_t>> streams_;
   std::vector<std::pair<int64_t, uint32_t>> syncs_by_corr_;
   std::vector<int64_t> last_launch_stream_;  // per call: stream of the thread's latest launch before it
   std::vector<int64_t> next_launch_stream_;  // per call: stream of the thread's next launch after it
@@ -118,7 +115,7 @@ class RankBuilder {
 int64_t RankBuilder::LastOpBefore(int64_t stream, int64_t corr) const {
   auto it = streams_.find(stream);
   if (it == streams_.end()) return -1;
-  const auto& v = it->second.ops;
+  const auto& v = it->second;
   auto pos = std::lower_bound(v.begin(), v.end(), corr,
                               [&](uint32_t i, int64_t c) { return rt_.ops[i].correlation < c; });
   if (pos == v.begin()) return -1;
@@ -128,7 +125,7 @@ int64_t RankBuilder::LastOpBefore(int64_t stream, int64_t corr) const {
 int64_t RankBuilder::FirstOpAfter(int64_t stream, int64_t corr) const {
   auto it = streams_.find(stream);
   if (it == streams_.end()) return -1;
-  const auto& v = it->second.ops;
+  const auto& v = it->second;
   auto pos = std::upper_bound(v.begin(), v.end(), corr,
                               [&](int64_t c, uint32_t i) { return c < rt_.ops[i].correlation; });
   if (pos == v.end()) return -1;
@@ -152,13 +149,13 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
                  : o.is_comm ? NodeKind::kComm : NodeKind::kKernel;
     op_node_[i] = d_->AddNode(k, r_, o.stream, o.name, static_cast<int32_t>(i),
                               static_cast<double>(o.end_ns - o.start_ns), kNoAnchor, Rel(o.start_ns), Rel(o.end_ns));
-    streams_[o.stream].ops.push_back(i);
+    streams_[o.stream].push_back(i);
   }
   std::vector<size_t> stream_edges;
   for (auto& [stream, s] : streams_)
-    for (size_t j = 1; j < s.ops.size(); ++j) {
+    for (size_t j = 1; j < s.size(); ++j) {
       stream_edges.push_back(d_->edges.size());
-      d_->AddEdge(op_node_[s.ops[j - 1]], op_node_[s.ops[j]], EdgeKind::kStream);
+      d_->AddEdge(op_node_[s[j - 1]], op_node_[s[j]], EdgeKind::kStream);
     }
   ops_by_corr_.resize(rt_.ops.size());
   for (uint32_t i = 0; i < ops_by_corr_.size(); ++i) ops_by_corr_[i] = i;
@@ -199,14 +196,14 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
   };
   std::vector<double> samples[3], gaps;
   for (auto& [stream, s] : streams_) {
-    for (size_t j = 0; j < s.ops.size(); ++j) {
-      uint32_t i = s.ops[j];
+    for (size_t j = 0; j < s.size(); ++j) {
+      uint32_t i = s[j];
       if (launch_call_[i] == kNone || op_awaits_event_[i]) continue;
       const CpuCall& c = rt_.calls[launch_call_[i]];
       Class k = class_of(i);
-      if (j > 0 && rt_.ops[s.ops[j - 1]].end_ns > c.start_ns) {
+      if (j > 0 && rt_.ops[s[j - 1]].end_ns > c.start_ns) {
         // Queued behind its predecessor: the GPU's own gap between back-to-back ops.
-        if (rt_.ops[s.ops[j - 1]].end_ns > c.end_ns + 50'000) gaps.push_back(static_cast<double>(rt_.ops[i].start_ns - rt_.ops[s.ops[j - 1]].end_ns));
+        if (rt_.ops[s[j - 1]].end_ns > c.end_ns + 50'000) gaps.push_back(static_cast<double>(rt_.ops[i].start_ns - rt_.ops[s[j - 1]].end_ns));
         continue;
       }
       if (k == kSyncCopy) continue;
@@ -232,7 +229,7 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
   rep_->sync_return_ns = std::max(0.0, Median(return_samples_, 0.0));
   for (size_t e : sync_edges_) d_->edges[e].latency = static_cast<float>(rep_->sync_return_ns);
 
-  index->op_node = op_node_;
+  index->op_node = std::move(op_node_);  // the builder is done with it
   return true;
 }
 

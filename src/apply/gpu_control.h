@@ -18,6 +18,8 @@ class GpuControl {
   virtual bool SetLockedClock(int gpu, int mhz, std::string* err) = 0;
   virtual bool ResetClock(int gpu, std::string* err) = 0;
   virtual bool SetPowerLimit(int gpu, double watts, std::string* err) = 0;
+  virtual double PowerLimitW(int gpu) const = 0;
+  virtual void PowerLimitRange(int gpu, double* min_w, double* max_w) const = 0;
   // Telemetry as the driver reports it.
   virtual double EnergyJ(int gpu) const = 0;      // cumulative counter (updated every few tens of ms)
   virtual double PowerW(int gpu) const = 0;       // sampled

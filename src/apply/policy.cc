@@ -66,15 +66,22 @@ std::string PolicyJson(const FrequencyPolicy& p) {
   return j.dump(2);
 }
 
-void PolicyPlayer::OnIterationStart(double now_ns) {
+void PolicyPlayer::OnIterationStart(int /*iteration*/, double now_ns) {
   for (const auto& g : policy_.gpus) {
     for (const ClockChange& c : g.changes) {
       int gpu = g.gpu, mhz = c.mhz;
       at_(now_ns + c.t_ms * 1e6, [this, gpu, mhz](double) {
         std::string err;
-        if (!gpus_->SetLockedClock(gpu, mhz, &err) && error_.empty()) error_ = err;
+        if (!gpus_->SetLockedClock(gpu, mhz, &err)) Fail(err);
       });
     }
+  }
+}
+
+void PolicyPlayer::Finish() {
+  for (const auto& g : policy_.gpus) {
+    std::string err;
+    if (!g.changes.empty() && !gpus_->ResetClock(g.gpu, &err)) Fail(err);
   }
 }
 

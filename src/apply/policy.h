@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "apply/controller.h"
 #include "apply/gpu_control.h"
 
 namespace emo {
@@ -32,20 +33,20 @@ bool ParsePolicy(const std::string& source, const std::string& text, FrequencyPo
 std::string PolicyJson(const FrequencyPolicy& p);
 
 // Plays a policy: at each iteration start, schedules the clock changes of every GPU through
-// `at(t_ns, fn)` (the simulator's timers, or a timer thread on hardware).
-class PolicyPlayer {
+// `at(t_ns, fn)` (the simulator's timers, or a timer thread on hardware); at the end, resets the
+// clocks of the GPUs it changed.
+class PolicyPlayer : public Controller {
  public:
   using Schedule = std::function<void(double t_ns, std::function<void(double)> fn)>;
   PolicyPlayer(const FrequencyPolicy& policy, GpuControl* gpus, Schedule at)
       : policy_(policy), gpus_(gpus), at_(std::move(at)) {}
-  void OnIterationStart(double now_ns);
-  const std::string& error() const { return error_; }  // the first command the back end refused
+  void OnIterationStart(int iteration, double now_ns) override;
+  void Finish() override;
 
  private:
   FrequencyPolicy policy_;
   GpuControl* gpus_;
   Schedule at_;
-  std::string error_;
 };
 
 }  // namespace emo

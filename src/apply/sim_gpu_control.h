@@ -1,6 +1,8 @@
-// sim_gpu_control.h — GpuControl over the simulator's engine: what NVML would say and do.
+// sim_gpu_control.h — GpuControl over the simulator's engine (what NVML would say and do), and the
+// simulator as a host of online controllers.
 #pragma once
 
+#include "apply/controller.h"
 #include "apply/gpu_control.h"
 #include "sim/engine.h"
 
@@ -26,6 +28,8 @@ class SimGpuControl : public GpuControl {
     e_->SetPowerLimit(gpu, watts);
     return true;
   }
+  double PowerLimitW(int gpu) const override { return e_->PowerLimit(gpu); }
+  void PowerLimitRange(int gpu, double* min_w, double* max_w) const override { e_->PowerLimitRange(gpu, min_w, max_w); }
   double EnergyJ(int gpu) const override { return e_->EnergyCounterJ(gpu); }
   double PowerW(int gpu) const override { return e_->PowerW(gpu); }
   double Utilization(int gpu) const override { return e_->Utilization(gpu); }
@@ -39,5 +43,12 @@ class SimGpuControl : public GpuControl {
   }
   sim::Engine* e_;
 };
+
+// Runs a controller on the simulator's clock: its iteration hook and periodic tick come from the
+// engine's event queue. Call before Engine::Run(), and Controller::Finish() after it.
+inline void AttachController(sim::Engine* engine, Controller* c) {
+  engine->OnIterationStart([c](int iteration, double now) { c->OnIterationStart(iteration, now); });
+  if (c->PeriodMs() > 0) engine->Every(c->PeriodMs(), [c](double now) { c->Tick(now); });
+}
 
 }  // namespace emo

@@ -23,8 +23,11 @@ int main(int argc, char** argv) {
   s->add_option("--workload", sim.workload, "workload spec JSON (see workloads/)")->required();
   s->add_option("--device", sim.device, "simulated GPU, overriding the spec's (A100-SXM4-80GB, H100-SXM, RTX3080Ti, A40)");
   s->add_option("--policy", sim.policy, "frequency policy JSON: per GPU, clock changes at offsets into each iteration");
-  s->add_option("--iterations", sim.iterations, "iterations to run; the first is warm-up when there are several")
-      ->check(CLI::PositiveNumber);
+  s->add_option("--controller", sim.controller,
+                 "an online method run beside the workload: zeus-power-limit[:eta=E|max-slowdown=F|selector=S,...]");
+  s->add_option("--iterations", sim.iterations, "iterations to run")->check(CLI::PositiveNumber);
+  s->add_option("--warmup", sim.warmup, "iterations left out of the measurement (default: 1 when there are several)")
+      ->check(CLI::NonNegativeNumber);
   s->add_option("--seed", sim.seed, "seed of the run-to-run noise");
   s->add_option("--trace", sim.trace_out, "write a Kineto JSON trace (a directory of rank-R.json for several GPUs)");
   s->add_option("--measure", sim.measure_out, "write the measurement JSON (iteration_ms, energy_j, per-GPU energy)");

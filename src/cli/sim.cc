@@ -5,10 +5,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "apply/policy.h"
 #include "apply/sim_gpu_control.h"
+#include "online/zeus_power_limit.h"
 #include "sim/device_spec.h"
 #include "sim/engine.h"
 #include "sim/workload.h"
@@ -38,8 +40,16 @@ int RunSim(const SimOptions& opt) {
     fmt::print(stderr, "emo sim: {}\n", err);
     return 1;
   }
-  if (opt.iterations < 1) {
-    fmt::print(stderr, "emo sim: --iterations must be at least 1\n");
+  ZeusPowerLimitOptions zeus_options;
+  if (!opt.controller.empty() && !ParseZeusPowerLimitOptions(opt.controller, &zeus_options, &err)) {
+    fmt::print(stderr, "emo sim: --controller: {}\n", err);
+    return 1;
+  }
+  // By default the first iteration warms up (and lets a policy's first clock change land);
+  // measurement covers the rest, read from the energy counters as a user would read NVML.
+  const int warmup = opt.warmup >= 0 ? opt.warmup : (opt.iterations > 1 ? 1 : 0);
+  if (opt.iterations < 1 || warmup >= opt.iterations) {
+    fmt::print(stderr, "emo sim: --iterations ({}) must exceed --warmup ({})\n", opt.iterations, warmup);
     return 1;
   }
 
@@ -50,25 +60,35 @@ int RunSim(const SimOptions& opt) {
   sim::Engine engine(program, eo);
   SimGpuControl gpus(&engine);
   PolicyPlayer player(policy, &gpus, [&](double t, std::function<void(double)> fn) { engine.At(t, std::move(fn)); });
-  // The first iteration warms up (and lets a policy's first clock change land); measurement
-  // covers the rest, read from the energy counters as a user would read NVML.
-  const int warmup = opt.iterations > 1 ? 1 : 0;
+  std::unique_ptr<ZeusPowerLimitOptimizer> zeus;
+  std::vector<Controller*> controllers{&player};
+  if (!opt.controller.empty()) {
+    zeus = std::make_unique<ZeusPowerLimitOptimizer>(&gpus, zeus_options);
+    if (!zeus->error().empty()) {
+      fmt::print(stderr, "emo sim: {}: {}\n", opt.controller, zeus->error());
+      return 1;
+    }
+    controllers.push_back(zeus.get());
+  }
+  for (Controller* c : controllers) AttachController(&engine, c);
   std::vector<double> e0(static_cast<size_t>(engine.gpus()), 0.0);
   double t0 = 0;
   engine.OnIterationStart([&](int iteration, double now) {
-    player.OnIterationStart(now);
-    if (iteration == warmup) {
-      t0 = now;
-      for (int g = 0; g < engine.gpus(); ++g) e0[static_cast<size_t>(g)] = gpus.EnergyJ(g);
-    }
+    if (iteration != warmup) return;
+    t0 = now;
+    for (int g = 0; g < engine.gpus(); ++g) e0[static_cast<size_t>(g)] = gpus.EnergyJ(g);
   });
-  if (!engine.Run(&err)) {
+  const bool ran = engine.Run(&err);
+  for (Controller* c : controllers) c->Finish();
+  if (!ran) {
     fmt::print(stderr, "emo sim: {}: {}\n", opt.workload, err);
     return 1;
   }
-  if (!player.error().empty()) {
-    fmt::print(stderr, "emo sim: policy: {}\n", player.error());
-    return 1;
+  for (Controller* c : controllers) {
+    if (!c->error().empty()) {
+      fmt::print(stderr, "emo sim: {}: {}\n", c == &player ? "policy" : opt.controller, c->error());
+      return 1;
+    }
   }
   const int measured = opt.iterations - warmup;
   double iteration_ms = (engine.end_ns() - t0) / 1e6 / measured;
@@ -81,6 +101,20 @@ int RunSim(const SimOptions& opt) {
   }
   fmt::print("{} on {} x {}: {} iterations ({} measured), {:.3f} ms and {:.2f} J per iteration\n", program.name,
              engine.gpus(), program.device, opt.iterations, measured, iteration_ms, total);
+  nlohmann::ordered_json zeus_report;
+  if (zeus) {
+    nlohmann::ordered_json profiled = nlohmann::ordered_json::array();
+    for (const auto& x : zeus->measurements())
+      profiled.push_back({{"limit_w", x.limit_w}, {"energy_j", x.energy_j}, {"time_s", x.time_s}});
+    const bool done = zeus->state() == ZeusPowerLimitOptimizer::State::kDone;
+    zeus_report = {{"done", done}, {"optimum_w", done ? nlohmann::ordered_json(zeus->optimum_w()) : nullptr},
+                   {"candidates", zeus->candidates_w().size()}, {"profiled", profiled}};
+    if (done)
+      fmt::print("zeus-power-limit: profiled {} limits, chose {:.0f} W\n", profiled.size(), zeus->optimum_w());
+    else
+      fmt::print("zeus-power-limit: profiled {} of {} limits before the run ended (each takes {} iterations)\n",
+                 profiled.size(), zeus->candidates_w().size(), zeus_options.warmup_steps + zeus_options.profile_steps);
+  }
 
   if (!opt.trace_out.empty()) {
     const Trace& t = engine.trace();
@@ -109,9 +143,12 @@ int RunSim(const SimOptions& opt) {
     m["device"] = program.device;
     m["gpus"] = engine.gpus();
     m["iterations"] = opt.iterations;
+    m["warmup_iterations"] = warmup;
     m["measured_iterations"] = measured;
     m["seed"] = opt.seed;
     m["policy"] = opt.policy.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.policy);
+    m["controller"] = opt.controller.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.controller);
+    if (zeus) m["zeus_power_limit"] = zeus_report;
     m["iteration_ms"] = iteration_ms;
     m["energy_j"] = total;
     m["per_gpu"] = per_gpu;

@@ -1,5 +1,5 @@
-// sim.h — `emo sim`: run a workload on the simulated GPUs, optionally under a frequency policy,
-// and report time and energy measured through the telemetry counters.
+// sim.h — `emo sim`: run a workload on the simulated GPUs, optionally under a frequency policy or
+// an online method, and report time and energy measured through the telemetry counters.
 #pragma once
 
 #include <string>
@@ -10,7 +10,9 @@ struct SimOptions {
   std::string workload;   // spec JSON
   std::string device;     // overrides the spec's device when set
   std::string policy;     // frequency policy JSON (policy.h), optional
+  std::string controller; // an online method, e.g. "zeus-power-limit:eta=0.5"; optional
   int iterations = 10;
+  int warmup = -1;        // iterations left out of the measurement; -1: 1 when there are several
   uint64_t seed = 1;
   std::string trace_out;  // Kineto JSON (one rank) or a directory of rank-R.json files
   std::string measure_out;

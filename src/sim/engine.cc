@@ -140,7 +140,7 @@ struct Engine::State {
   std::map<std::pair<int32_t, int64_t>, std::vector<int32_t>> rendezvous;  // (group, seq) -> streams arrived
   std::vector<std::pair<double, std::function<void(double)>>> ticks;
   std::vector<std::function<void(double)>> timers;
-  std::function<void(int, double)> on_iteration;
+  std::vector<std::function<void(int, double)>> on_iteration;
   int64_t live_threads = 0, pending_items = 0, ops_executed = 0;
   int64_t next_corr = 1;
   std::vector<double> iteration_starts;
@@ -327,7 +327,7 @@ struct Engine::State {
       rank_iteration_starts[static_cast<size_t>(th.rank)].push_back(now);
       if (th.rank == 0) {
         iteration_starts.push_back(now);
-        if (on_iteration) on_iteration(th.iter, now);
+        for (auto& fn : on_iteration) fn(th.iter, now);
       }
     }
     if (code.empty()) {
@@ -816,7 +816,7 @@ void Engine::At(double t_ns, std::function<void(double)> fn) {
   s_->timers.push_back(std::move(fn));
   s_->Push(std::max(t_ns, s_->now), kTimer, static_cast<int32_t>(s_->timers.size() - 1));
 }
-void Engine::OnIterationStart(std::function<void(int, double)> fn) { s_->on_iteration = std::move(fn); }
+void Engine::OnIterationStart(std::function<void(int, double)> fn) { s_->on_iteration.push_back(std::move(fn)); }
 
 int Engine::gpus() const { return static_cast<int>(s_->gpus.size()); }
 const std::vector<int>& Engine::SupportedClocks(int gpu) const {
@@ -835,6 +835,11 @@ void Engine::SetPowerLimit(int gpu, double watts) {
   s_->Recompute(gpu);
 }
 double Engine::PowerLimit(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].power_limit; }
+void Engine::PowerLimitRange(int gpu, double* min_w, double* max_w) const {
+  const DeviceSpec& spec = *s_->gpus[static_cast<size_t>(gpu)].spec;
+  *min_w = spec.power_limit_min_w;
+  *max_w = spec.power_limit_max_w;
+}
 double Engine::EnergyCounterJ(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].reported_energy_j; }
 double Engine::PowerW(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_power_w; }
 double Engine::Utilization(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_util; }

@@ -44,7 +44,8 @@ class Engine {
   void Every(double period_ms, std::function<void(double now_ns)> tick);
   // Calls `fn(now_ns)` once at simulated time t_ns (timers of a policy player).
   void At(double t_ns, std::function<void(double now_ns)> fn);
-  // Calls `fn(iteration, now_ns)` whenever rank 0 begins an iteration (the training loop's hook).
+  // Calls `fn(iteration, now_ns)` whenever rank 0 begins an iteration (the training loop's hook);
+  // several may be registered, and run in registration order.
   void OnIterationStart(std::function<void(int iteration, double now_ns)> fn);
 
   // Clock control and telemetry of one GPU (= rank), as NVML offers them.
@@ -54,6 +55,7 @@ class Engine {
   void ResetClock(int gpu);               // back to the default (maximum) clock, after the latency
   void SetPowerLimit(int gpu, double watts);
   double PowerLimit(int gpu) const;
+  void PowerLimitRange(int gpu, double* min_w, double* max_w) const;
   double EnergyCounterJ(int gpu) const;   // cumulative; advances only at telemetry updates
   double PowerW(int gpu) const;           // average over the last telemetry period
   double Utilization(int gpu) const;      // fraction of the last period with a GPU op running

@@ -4,9 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <queue>
 #include <random>
-#include <deque>
 
 #include "sim/device_spec.h"
 
@@ -24,45 +22,136 @@ constexpr double kHostLinkBps = 24e9;      // PCIe 4.0 x16, pinned host memory
 
 enum EvType : uint8_t { kThreadResume, kStreamTry, kOpDone, kClockApply, kTick, kTelemetry, kTimer };
 
+// A pending event (32 bytes). Events run in time order; events at the same time run in the
+// order they were pushed (seq).
 struct Ev {
   double t;
   uint64_t seq;
+  uint64_t arg;   // kOpDone: the stream's version when scheduled; kClockApply: the clock, MHz
+  int32_t a;      // thread, stream, GPU, tick or timer index, by type
   EvType type;
-  int32_t a;
-  int32_t b;
-  uint64_t version;
-  bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
-// Work queued on a stream.
-struct Item {
-  enum Kind : uint8_t { kKernel, kCopy, kRecord, kWait, kCollective } kind = kKernel;
+inline bool Earlier(double t1, uint64_t seq1, double t2, uint64_t seq2) { return t1 < t2 || (t1 == t2 && seq1 < seq2); }
+inline bool Earlier(const Ev& x, const Ev& y) { return Earlier(x.t, x.seq, y.t, y.seq); }
+
+// The event queue: a binary min-heap in a flat array.
+//
+// Entries are written field by field and the fields that decide the order are read one by one:
+// an Ev written in small stores and read back soon after as a whole, in 16-byte pieces, stalls
+// on store forwarding, which cost more than the rest of a push or pop.
+class EventQueue {
+ public:
+  bool empty() const { return heap_.empty(); }
+  const Ev& top() const { return heap_.front(); }
+  void push(double t, uint64_t seq, uint64_t arg, int32_t a, EvType type) {
+    size_t i = heap_.size();
+    heap_.emplace_back();
+    while (i > 0) {  // move the hole up to where the new event belongs
+      size_t parent = (i - 1) / 2;
+      if (!Earlier(t, seq, heap_[parent].t, heap_[parent].seq)) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    Ev& e = heap_[i];
+    e.t = t;
+    e.seq = seq;
+    e.arg = arg;
+    e.a = a;
+    e.type = type;
+  }
+  void pop() {
+    const size_t n = heap_.size() - 1;  // the last entry, heap_[n], fills the hole at the root
+    const double t = heap_[n].t;
+    const uint64_t seq = heap_[n].seq;
+    size_t i = 0;
+    while (true) {  // move the hole down to where the last entry belongs
+      size_t child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && Earlier(heap_[child + 1], heap_[child])) ++child;
+      if (!Earlier(heap_[child].t, heap_[child].seq, t, seq)) break;
+      heap_[i] = heap_[child];
+      i = child;
+    }
+    if (i != n) heap_[i] = heap_[n];
+    heap_.pop_back();
+  }
+
+ private:
+  std::vector<Ev> heap_;
+};
+
+// Work queued on a stream. One cache line: deep queues (thousands of launches ahead of the GPU)
+// are written and read an item at a time.
+struct alignas(64) Item {
   double ready = 0;         // earliest start
+  double bytes = 0;
+  double noise = 1;
+  int64_t seq = -1;         // collective: order within its group on this rank
+  int64_t correlation = -1;
   int32_t kernel = -1;
   int32_t event = -1;
-  uint32_t version = 0;     // record: version it completes; wait: version it needs
   int32_t group = -1;
-  int64_t seq = -1;         // collective: order within its group on this rank
-  double bytes = 0;
+  int32_t wake_thread = -1; // blocking copy: the thread waiting in the call
+  uint32_t version = 0;     // record: version it completes; wait: version it needs
+  enum Kind : uint8_t { kKernel, kCopy, kRecord, kWait, kCollective } kind = kKernel;
   CopyDir dir = CopyDir::kHostToDevice;
   bool pinned = true;
-  int64_t correlation = -1;
-  uint32_t name = 0;
-  double noise = 1;
-  int32_t wake_thread = -1; // blocking copy: the thread waiting in the call
+};
+static_assert(sizeof(Item) == 64, "an Item fills one cache line");
+
+// Items queued on a stream, first in first out: a ring buffer whose capacity is a power of two.
+class ItemQueue {
+ public:
+  bool empty() const { return count_ == 0; }
+  const Item& front() const { return buf_[head_]; }
+  void push_back(const Item& it) {
+    if (count_ == buf_.size()) Grow();
+    buf_[(head_ + count_) & (buf_.size() - 1)] = it;
+    ++count_;
+  }
+  void pop_front() {
+    head_ = (head_ + 1) & (buf_.size() - 1);
+    --count_;
+  }
+
+ private:
+  void Grow() {
+    std::vector<Item> bigger(buf_.empty() ? 16 : 2 * buf_.size());
+    for (size_t i = 0; i < count_; ++i) bigger[i] = buf_[(head_ + i) & (buf_.size() - 1)];
+    buf_.swap(bigger);
+    head_ = 0;
+  }
+  std::vector<Item> buf_;
+  size_t head_ = 0, count_ = 0;
 };
 
 struct Stream {
   int32_t rank = 0;
   int32_t local = 0;
-  std::deque<Item> q;
+  ItemQueue q;              // while busy, its front is the op in execution
   bool busy = false;
-  Item current;
   double current_start = 0;
   uint64_t version = 0;     // stamps OpDone events; a stale one is ignored
   double predicted_end = -1;  // of the running op, as last scheduled
   int64_t enqueued = 0, completed = 0;
   double try_at = -1;       // a kStreamTry is pending for this time
+};
+
+// What the engine needs of a kernel's cost at one clock (every GPU has the same spec, so the
+// GPUs share these).
+struct CostEntry {
+  double time_ns = -1;      // < 0 until evaluated
+  double power_w = 0;
+  double dram_util = 0;
+};
+
+// Where the power limit puts the clock of a compute kernel that runs alone: the walk down from
+// the requested clock depends only on the kernel, that clock and the limit.
+struct Throttled {
+  double limit = -1;        // the power limit it was found for; < 0 until found
+  size_t ci = 0;            // the clock index the walk ends at
+  double power_w = 0;       // the power there
 };
 
 // A GPU op in execution. Compute kernels progress at a rate set by the clock and by how many
@@ -75,20 +164,22 @@ struct Running {
   double rate = 0;          // compute: fraction per ns
   double fixed_end = 0;     // others
   double extra_w = 0;       // copies: power above idle
+  double dram = 0;          // copies: share of DRAM bandwidth kept busy
   double noise = 1;
 };
 
 struct Gpu {
   const DeviceSpec* spec = nullptr;
   double requested_mhz = 0, effective_mhz = 0;
+  size_t requested_ci = 0, effective_ci = 0;  // indices of those clocks in spec->sm_clocks_mhz
   double power_limit = 0;
   std::vector<Running> running;
+  int n_compute = 0;                          // compute kernels in `running`
   double last_update = 0;
   double energy_j = 0, busy_ns = 0, power_w = 0;
-  double reported_energy_j = 0, sample_power_w = 0, sample_util = 0;
-  double tel_time = 0, tel_energy = 0, tel_busy = 0;
-  std::vector<std::vector<KernelCost>> cost;  // [kernel][clock index], time_s < 0 until computed
-  std::vector<double> idle_w;                 // [clock index]
+  double mem_share = 0, mem_busy_ns = 0;  // DRAM bandwidth share in use now, and its integral
+  double reported_energy_j = 0, sample_power_w = 0, sample_util = 0, sample_mem_util = 0;
+  double tel_time = 0, tel_energy = 0, tel_busy = 0, tel_mem_busy = 0;
   bool counting = false;                      // a counter range is open
   CounterValues counters;
 };
@@ -102,6 +193,7 @@ struct EventState {
 
 struct ThreadState {
   int32_t rank = 0, index = 0;
+  const std::vector<Instr>* code = nullptr;  // one iteration
   size_t pc = 0;
   int iter = 0;
   bool done = false;
@@ -122,7 +214,10 @@ struct ThreadState {
 struct Engine::State {
   const Program& p;
   EngineOptions opt;
-  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> queue;
+  // Pending events in two heaps, popped in one order: the work of threads and streams, and the
+  // few long-lived periodic and timed events (telemetry, ticks, timers, clock changes), which
+  // would otherwise deepen the busy heap.
+  EventQueue queue, slow_queue;
   uint64_t seq = 0;
   int64_t work_events = 0;  // queued events other than ticks and telemetry
   double now = 0;
@@ -130,6 +225,12 @@ struct Engine::State {
   uint64_t noise_state;     // splitmix64 for the per-op noise (hot)
 
   std::vector<Gpu> gpus;
+  const DeviceSpec* spec = nullptr;            // of every GPU
+  size_t n_kernels = 0;
+  // Clock-major, so that the kernels at the clock in use lie together.
+  std::vector<CostEntry> cost;                 // [clock index * n_kernels + kernel], evaluated when first needed
+  std::vector<double> idle_w;                  // [clock index]
+  std::vector<Throttled> alone;                // [requested clock index * n_kernels + kernel]
   std::vector<Stream> streams;                 // all ranks, rank-major
   std::vector<int32_t> stream_base;            // rank -> index of its stream 0
   std::vector<EventState> events;
@@ -152,26 +253,38 @@ struct Engine::State {
 
   Trace trace;
   std::vector<uint32_t> kernel_names;
+  std::vector<uint32_t> group_names;           // [group]: interned when first needed; 0 until then
+  uint32_t copy_names[3][2] = {};              // [dir][pinned]: interned when first needed; 0 until then
+  std::vector<int16_t> call_kinds;             // [name id]: ClassifyCall's answer; -1 until asked
   uint32_t n_launch, n_memcpy_async, n_memcpy, n_record, n_wait, n_event_sync, n_stream_sync, n_device_sync;
 
   State(const Program& prog, const EngineOptions& o) : p(prog), opt(o), rng(o.seed), noise_state(o.seed) {}
 
-  double Uniform() {  // (0, 1]
-    uint64_t z = (noise_state += 0x9e3779b97f4a7c15ULL);
+  // The uniform in (0, 1] that splitmix64 draws from state z.
+  static double Uniform(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;
     return (static_cast<double>(z >> 11) + 1) * 0x1.0p-53;
   }
   // Approximately standard normal: the Irwin-Hall sum of four uniforms, scaled to unit variance
-  // (tails bounded at ±3.5, which suits noise on durations).
-  double Normal() { return (Uniform() + Uniform() + Uniform() + Uniform() - 2) * 1.7320508075688772; }
+  // (tails bounded at ±3.5, which suits noise on durations). The four draws are independent of
+  // each other, so they are computed side by side from a local copy of the state.
+  double Normal() {
+    constexpr uint64_t kStep = 0x9e3779b97f4a7c15ULL;
+    const uint64_t s = noise_state;
+    noise_state = s + 4 * kStep;
+    const double u1 = Uniform(s + kStep), u2 = Uniform(s + 2 * kStep), u3 = Uniform(s + 3 * kStep),
+                 u4 = Uniform(s + 4 * kStep);
+    return (u1 + u2 + u3 + u4 - 2) * 1.7320508075688772;
+  }
   double Noise() {
     if (opt.noise <= 0) return 1;
     return std::max(0.5, 1 + opt.noise * Normal());
   }
-  void Push(double t, EvType type, int32_t a, int32_t b = 0, uint64_t version = 0) {
-    queue.push({t, seq++, type, a, b, version});
+  void Push(double t, EvType type, int32_t a, uint64_t arg = 0) {
+    if (type == kThreadResume || type == kStreamTry || type == kOpDone) queue.push(t, seq++, arg, a, type);
+    else slow_queue.push(t, seq++, arg, a, type);
     if (type != kTick && type != kTelemetry && type != kTimer) ++work_events;
   }
 
@@ -181,21 +294,24 @@ struct Engine::State {
     auto it = std::upper_bound(c.begin(), c.end(), static_cast<int>(std::lround(mhz)));
     return it == c.begin() ? 0 : static_cast<size_t>(it - c.begin() - 1);
   }
-  const KernelCost& Cost(Gpu& g, int32_t kernel, size_t ci) {
-    auto& row = g.cost[static_cast<size_t>(kernel)];
-    if (row.empty()) row.assign(g.spec->sm_clocks_mhz.size(), KernelCost{-1});
-    if (row[ci].time_s < 0) row[ci] = EvaluateKernel(*g.spec, p.kernels[static_cast<size_t>(kernel)].traits, g.spec->sm_clocks_mhz[ci]);
-    return row[ci];
+  const CostEntry& Cost(int32_t kernel, size_t ci) {
+    CostEntry& c = cost[ci * n_kernels + static_cast<size_t>(kernel)];
+    if (c.time_ns < 0) {
+      const KernelCost k = EvaluateKernel(*spec, p.kernels[static_cast<size_t>(kernel)].traits, spec->sm_clocks_mhz[ci]);
+      c.time_ns = k.time_s * 1e9;
+      c.power_w = k.power_w;
+      c.dram_util = k.dram_util;
+    }
+    return c;
   }
   // Power of the running mix at clock index ci.
-  double Power(Gpu& g, size_t ci) {
-    double idle = g.idle_w[ci];
-    int n = 0;
-    for (const Running& r : g.running) n += r.compute;
+  double Power(const Gpu& g, size_t ci) {
+    const double idle = idle_w[ci];
+    const int n = g.n_compute;
     double w = idle;
     for (const Running& r : g.running) {
-      if (r.compute) w += (Cost(g, r.kernel, ci).power_w - idle) / n;
-      else if (r.kernel >= 0) w += Cost(g, r.kernel, ci).power_w - idle;
+      if (r.compute) w += (Cost(r.kernel, ci).power_w - idle) / n;
+      else if (r.kernel >= 0) w += Cost(r.kernel, ci).power_w - idle;
       else w += r.extra_w;
     }
     return w;
@@ -205,36 +321,58 @@ struct Engine::State {
     if (dt <= 0) return;
     g.energy_j += g.power_w * dt * 1e-9;
     if (!g.running.empty()) g.busy_ns += dt;
+    g.mem_busy_ns += g.mem_share * dt;
     for (Running& r : g.running)
       if (r.compute) r.remaining -= r.rate * dt;
     g.last_update = now;
+  }
+  // The highest clock index <= ci whose power fits the limit (0 when none does); *w its power.
+  size_t Throttle(const Gpu& g, size_t ci, double* w) {
+    *w = Power(g, ci);
+    while (ci > 0 && *w > g.power_limit) *w = Power(g, --ci);
+    return ci;
   }
   // Sets the clock (requested, or lower where the power limit demands) and rates, power and
   // completion events of the running ops.
   void Recompute(int32_t gi) {
     Gpu& g = gpus[static_cast<size_t>(gi)];
-    size_t ci = ClockIndex(g, g.requested_mhz);
-    double w = Power(g, ci);
-    while (ci > 0 && w > g.power_limit) w = Power(g, --ci);
-    g.effective_mhz = g.spec->sm_clocks_mhz[ci];
+    size_t ci = g.requested_ci;
+    double w;
+    if (g.running.size() == 1 && g.running[0].compute) {
+      Throttled& a = alone[ci * n_kernels + static_cast<size_t>(g.running[0].kernel)];
+      if (a.limit != g.power_limit) {
+        a.limit = g.power_limit;
+        a.ci = Throttle(g, ci, &a.power_w);
+      }
+      ci = a.ci;
+      w = a.power_w;
+    } else {
+      ci = Throttle(g, ci, &w);
+    }
+    g.effective_ci = ci;
+    g.effective_mhz = spec->sm_clocks_mhz[ci];
     g.power_w = w;
-    int n = 0;
-    for (const Running& r : g.running) n += r.compute;
+    const int n = g.n_compute;
+    double mem = 0;
     for (Running& r : g.running) {
       Stream& st = streams[static_cast<size_t>(r.stream)];
       double end_t;
       if (r.compute) {
-        r.rate = 1.0 / (Cost(g, r.kernel, ci).time_s * 1e9 * r.noise * n);
+        const CostEntry& c = Cost(r.kernel, ci);
+        mem += c.dram_util / n;
+        r.rate = 1.0 / (c.time_ns * r.noise * n);
         end_t = now + std::max(0.0, r.remaining) / r.rate;
       } else {
+        mem += r.kernel >= 0 ? Cost(r.kernel, ci).dram_util : r.dram;
         end_t = r.fixed_end;
       }
       // Only a changed end needs a new completion event (the old one becomes stale).
       if (std::fabs(end_t - st.predicted_end) < 1e-3) continue;
       st.predicted_end = end_t;
       ++st.version;
-      Push(end_t, kOpDone, r.stream, 0, st.version);
+      Push(end_t, kOpDone, r.stream, st.version);
     }
+    g.mem_share = std::min(1.0, mem);
   }
 
   // --- trace recording ---------------------------------------------------------------------
@@ -246,7 +384,9 @@ struct Engine::State {
     c.correlation = corr;
     c.thread = static_cast<uint32_t>(th.index);
     c.name = name;
-    c.kind = ClassifyCall(trace.names.Get(name));
+    if (name >= call_kinds.size()) call_kinds.resize(name + 1, -1);
+    if (call_kinds[name] < 0) call_kinds[name] = static_cast<int16_t>(ClassifyCall(trace.names.Get(name)));
+    c.kind = static_cast<CallKind>(call_kinds[name]);
     trace.ranks[static_cast<size_t>(th.rank)].calls.push_back(c);
   }
   void RecordSync(int32_t rank, const SyncRecord& s) {
@@ -255,7 +395,7 @@ struct Engine::State {
   static int64_t TraceStream(int32_t local) { return 7 + local; }
 
   // --- threads -------------------------------------------------------------------------------
-  void Enqueue(int32_t sid, Item it) {
+  void Enqueue(int32_t sid, const Item& it) {
     Stream& st = streams[static_cast<size_t>(sid)];
     st.q.push_back(it);
     ++st.enqueued;
@@ -314,7 +454,7 @@ struct Engine::State {
 
   void StepThread(int32_t tid) {
     ThreadState& th = threads[static_cast<size_t>(tid)];
-    const auto& code = p.ranks[static_cast<size_t>(th.rank)].threads[static_cast<size_t>(th.index)].code;
+    const std::vector<Instr>& code = *th.code;
     if (th.pc == code.size()) {
       th.pc = 0;
       if (++th.iter == opt.iterations) {
@@ -353,7 +493,6 @@ struct Engine::State {
         it.ready = end_t + kLaunchLatencyNs;
         it.kernel = in.kernel;
         it.correlation = corr;
-        it.name = kernel_names[static_cast<size_t>(in.kernel)];
         it.noise = Noise();
         if (in.op == Op::kCollective) {
           it.group = in.group;
@@ -371,7 +510,7 @@ struct Engine::State {
         it.dir = in.dir;
         it.pinned = in.pinned;
         it.correlation = corr;
-        it.name = CopyName(in.dir, in.pinned);
+        CopyName(in.dir, in.pinned);  // interned at the call, as the trace's names always were
         it.noise = Noise();
         // A synchronous copy, or one from pageable memory (staged by the CPU), holds the thread
         // until the copy is done.
@@ -474,18 +613,23 @@ struct Engine::State {
   }
 
   uint32_t CopyName(CopyDir dir, bool pinned) {
+    uint32_t& id = copy_names[static_cast<size_t>(dir)][pinned ? 1 : 0];
+    if (id == 0) id = trace.names.Intern(CopyNameText(dir, pinned));
+    return id;
+  }
+  static std::string CopyNameText(CopyDir dir, bool pinned) {
     const char* host = pinned ? "Pinned" : "Pageable";
     std::string n = dir == CopyDir::kHostToDevice   ? std::string("Memcpy HtoD (") + host + " -> Device)"
                     : dir == CopyDir::kDeviceToHost ? std::string("Memcpy DtoH (Device -> ") + host + ")"
                                                     : std::string("Memcpy DtoD (Device -> Device)");
-    return trace.names.Intern(n);
+    return n;
   }
 
   // --- streams -------------------------------------------------------------------------------
   void TryStream(int32_t sid) {
     Stream& st = streams[static_cast<size_t>(sid)];
     while (!st.busy && !st.q.empty()) {
-      Item& it = st.q.front();
+      const Item& it = st.q.front();
       if (it.ready > now) {
         ScheduleTry(sid, it.ready);
         return;
@@ -496,9 +640,8 @@ struct Engine::State {
           ev.completed = std::max(ev.completed, it.version);
           st.q.pop_front();
           Complete(st);
-          std::vector<int32_t> waiting;
-          waiting.swap(ev.waiting_streams);
-          for (int32_t w : waiting) ScheduleTry(w, now);
+          for (int32_t w : ev.waiting_streams) ScheduleTry(w, now);  // schedules only: the list stays as is
+          ev.waiting_streams.clear();
           CheckBlocked(st.rank);
           continue;
         }
@@ -516,11 +659,9 @@ struct Engine::State {
         case Item::kKernel:
         case Item::kCopy:
         case Item::kCollective:
-          st.busy = true;
-          st.current = it;
+          st.busy = true;  // the op stays at the front of the queue until it is done
           st.current_start = now;
           st.predicted_end = -1;
-          st.q.pop_front();
           Start(sid);
           return;
       }
@@ -534,7 +675,7 @@ struct Engine::State {
   void Start(int32_t sid) {
     Stream& st = streams[static_cast<size_t>(sid)];
     Gpu& g = gpus[static_cast<size_t>(st.rank)];
-    const Item& it = st.current;
+    const Item& it = st.q.front();
     if (it.kind == Item::kCollective) {
       Arrive(sid);
       return;
@@ -546,6 +687,7 @@ struct Engine::State {
     if (it.kind == Item::kKernel) {
       r.compute = true;
       r.kernel = it.kernel;
+      ++g.n_compute;
     } else {
       r.compute = false;
       r.kernel = -1;
@@ -554,6 +696,7 @@ struct Engine::State {
                                                       : kHostLinkBps / 2;
       r.fixed_end = now + (it.bytes / bps * 1e9 + 2000) * it.noise;
       r.extra_w = it.dir == CopyDir::kDeviceToDevice ? g.spec->dram_j_per_byte * bps : 15.0;
+      r.dram = std::min(1.0, (it.dir == CopyDir::kDeviceToDevice ? 2 : 1) * bps / g.spec->mem_bandwidth_bps);
     }
     g.running.push_back(r);
     Recompute(st.rank);
@@ -562,7 +705,7 @@ struct Engine::State {
   // A collective kernel reached the head of its stream; the transfer starts once every member
   // of the group has arrived at the same collective.
   void Arrive(int32_t sid) {
-    const Item& it = streams[static_cast<size_t>(sid)].current;
+    const Item& it = streams[static_cast<size_t>(sid)].q.front();
     auto key = std::make_pair(it.group, it.seq);
     auto& arrived = rendezvous[key];
     arrived.push_back(sid);
@@ -573,7 +716,7 @@ struct Engine::State {
                     : grp.kind == CollectiveKind::kSendRecv ? 1.0
                                                              : (n - 1) / n;
     double bytes = 0;
-    for (int32_t s : arrived) bytes = std::max(bytes, streams[static_cast<size_t>(s)].current.bytes);
+    for (int32_t s : arrived) bytes = std::max(bytes, streams[static_cast<size_t>(s)].q.front().bytes);
     double dur = (bytes * factor / p.link_bytes_per_s * 1e9 + kCollectiveLatencyNs) * it.noise;
     for (int32_t s : arrived) {
       Stream& st = streams[static_cast<size_t>(s)];
@@ -582,7 +725,7 @@ struct Engine::State {
       Running r;
       r.stream = s;
       r.compute = false;
-      r.kernel = st.current.kernel;
+      r.kernel = st.q.front().kernel;
       r.fixed_end = now + dur;
       g.running.push_back(r);
       Recompute(st.rank);
@@ -597,17 +740,18 @@ struct Engine::State {
     Advance(g);
     for (size_t i = 0; i < g.running.size(); ++i)
       if (g.running[i].stream == sid) {
+        g.n_compute -= g.running[i].compute;
         g.running[i] = g.running.back();
         g.running.pop_back();
         break;
       }
     Recompute(st.rank);
     ++ops_executed;
-    const Item& it = st.current;
+    const Item& it = st.q.front();
     if (g.counting && it.kind == Item::kKernel) {
       const KernelTraits& k = p.kernels[static_cast<size_t>(it.kernel)].traits;
-      size_t ci = ClockIndex(g, g.effective_mhz);
-      g.counters.Add(KernelCounters(*g.spec, k, Cost(g, it.kernel, ci), (now - st.current_start) * 1e-9,
+      const KernelCost cost_now = EvaluateKernel(*spec, k, spec->sm_clocks_mhz[g.effective_ci]);
+      g.counters.Add(KernelCounters(*g.spec, k, cost_now, (now - st.current_start) * 1e-9,
                                     [&](int) { return std::max(0.9, 1 + 0.01 * Normal()); }));
     }
     if (opt.record_trace) {
@@ -617,22 +761,26 @@ struct Engine::State {
       o.correlation = it.correlation;
       o.stream = TraceStream(st.local);
       o.device = st.rank;
-      o.name = it.name;
+      o.name = it.kind == Item::kCopy ? CopyName(it.dir, it.pinned) : kernel_names[static_cast<size_t>(it.kernel)];
       o.kind = it.kind == Item::kCopy ? GpuOpKind::kMemcpy : GpuOpKind::kKernel;
       o.is_comm = it.kind == Item::kCollective;
       if (o.is_comm) {
-        o.process_group = trace.names.Intern(p.groups[static_cast<size_t>(it.group)].name);
+        uint32_t& group_name = group_names[static_cast<size_t>(it.group)];
+        if (group_name == 0) group_name = trace.names.Intern(p.groups[static_cast<size_t>(it.group)].name);
+        o.process_group = group_name;
         o.collective_seq = it.seq;
       }
       if (it.kind != Item::kKernel) o.bytes = static_cast<int64_t>(it.bytes);
       trace.ranks[static_cast<size_t>(st.rank)].ops.push_back(o);
     }
+    const int32_t wake_thread = it.wake_thread;
     st.busy = false;
+    st.q.pop_front();  // `it` is gone from here on
     Complete(st);
-    if (it.wake_thread >= 0) {
-      ThreadState& th = threads[static_cast<size_t>(it.wake_thread)];
+    if (wake_thread >= 0) {
+      ThreadState& th = threads[static_cast<size_t>(wake_thread)];
       th.has_sync = false;
-      Finish(th, it.wake_thread);
+      Finish(th, wake_thread);
     }
     CheckBlocked(st.rank);
     TryStream(sid);
@@ -645,29 +793,34 @@ struct Engine::State {
     if (dt > 0) {
       g.sample_power_w = (g.energy_j - g.tel_energy) / (dt * 1e-9);
       g.sample_util = (g.busy_ns - g.tel_busy) / dt;
+      g.sample_mem_util = (g.mem_busy_ns - g.tel_mem_busy) / dt;
     }
     g.reported_energy_j = g.energy_j;
-    g.tel_time = now, g.tel_energy = g.energy_j, g.tel_busy = g.busy_ns;
+    g.tel_time = now, g.tel_energy = g.energy_j, g.tel_busy = g.busy_ns, g.tel_mem_busy = g.mem_busy_ns;
     std::uniform_real_distribution<double> jitter(0.8, 1.2);
     Push(now + opt.telemetry_period_ms * 1e6 * jitter(rng), kTelemetry, gi);
   }
 
   bool Setup(std::string* err) {
     if (!Validate(p, err)) return false;
-    const DeviceSpec* spec = FindDevice(p.device);
+    spec = FindDevice(p.device);
     if (!spec) {
       *err = "unknown device '" + p.device + "'";
       return false;
     }
+    n_kernels = p.kernels.size();
+    cost.assign(spec->sm_clocks_mhz.size() * n_kernels, CostEntry{});
+    alone.assign(spec->sm_clocks_mhz.size() * n_kernels, Throttled{});
+    for (int mhz : spec->sm_clocks_mhz) idle_w.push_back(IdlePower(*spec, mhz));
+    group_names.assign(p.groups.size(), 0);
     const size_t ranks = p.ranks.size();
     gpus.resize(ranks);
     for (Gpu& g : gpus) {
       g.spec = spec;
       g.requested_mhz = g.effective_mhz = spec->default_sm_clock_mhz;
+      g.requested_ci = g.effective_ci = ClockIndex(g, g.requested_mhz);
       g.power_limit = spec->power_limit_default_w;
-      g.cost.resize(p.kernels.size());
-      for (int mhz : spec->sm_clocks_mhz) g.idle_w.push_back(IdlePower(*spec, mhz));
-      g.power_w = g.idle_w.back();
+      g.power_w = idle_w.back();
     }
     n_launch = trace.names.Intern("cudaLaunchKernel");
     n_memcpy_async = trace.names.Intern("cudaMemcpyAsync");
@@ -702,6 +855,7 @@ struct Engine::State {
         ThreadState th;
         th.rank = static_cast<int32_t>(r);
         th.index = static_cast<int32_t>(t);
+        th.code = &rp.threads[t].code;
         rank_threads[r].push_back(static_cast<int32_t>(threads.size()));
         threads.push_back(th);
         rt.threads.push_back({static_cast<int64_t>(1000 + r), static_cast<int64_t>(1000 + r + t)});
@@ -714,38 +868,43 @@ struct Engine::State {
   }
 
   bool Loop(std::string* err) {
-    while (!queue.empty()) {
-      Ev e = queue.top();
-      queue.pop();
-      if (e.type != kTick && e.type != kTelemetry && e.type != kTimer) --work_events;
-      now = e.t;
-      switch (e.type) {
+    while (!queue.empty() || !slow_queue.empty()) {
+      EventQueue& q = slow_queue.empty() || (!queue.empty() && Earlier(queue.top(), slow_queue.top())) ? queue : slow_queue;
+      const double t = q.top().t;  // field by field (see EventQueue)
+      const uint64_t arg = q.top().arg;
+      const int32_t a = q.top().a;
+      const EvType type = q.top().type;
+      q.pop();
+      if (type != kTick && type != kTelemetry && type != kTimer) --work_events;
+      now = t;
+      switch (type) {
         case kThreadResume:
-          StepThread(e.a);
+          StepThread(a);
           break;
         case kStreamTry:
-          if (streams[static_cast<size_t>(e.a)].try_at == e.t) streams[static_cast<size_t>(e.a)].try_at = -1;
-          TryStream(e.a);
+          if (streams[static_cast<size_t>(a)].try_at == t) streams[static_cast<size_t>(a)].try_at = -1;
+          TryStream(a);
           break;
         case kOpDone:
-          OpDone(e.a, e.version);
+          OpDone(a, arg);
           break;
         case kClockApply: {
-          Gpu& g = gpus[static_cast<size_t>(e.a)];
+          Gpu& g = gpus[static_cast<size_t>(a)];
           Advance(g);
-          g.requested_mhz = e.b;
-          Recompute(e.a);
+          g.requested_mhz = static_cast<double>(arg);
+          g.requested_ci = ClockIndex(g, g.requested_mhz);
+          Recompute(a);
           break;
         }
         case kTick:
-          ticks[static_cast<size_t>(e.a)].second(now);
-          Push(now + ticks[static_cast<size_t>(e.a)].first * 1e6, kTick, e.a);
+          ticks[static_cast<size_t>(a)].second(now);
+          Push(now + ticks[static_cast<size_t>(a)].first * 1e6, kTick, a);
           break;
         case kTelemetry:
-          Telemetry(e.a);
+          Telemetry(a);
           break;
         case kTimer: {
-          auto fn = std::move(timers[static_cast<size_t>(e.a)]);
+          auto fn = std::move(timers[static_cast<size_t>(a)]);
           fn(now);
           break;
         }
@@ -765,9 +924,9 @@ struct Engine::State {
         who += " rank " + std::to_string(th.rank) + " thread " + std::to_string(th.index) + " blocked at instruction " +
                std::to_string(th.pc - 1) + ";";
     for (const Stream& st : streams)
-      if (st.busy && st.current.kind == Item::kCollective)
+      if (st.busy && st.q.front().kind == Item::kCollective)
         who += " rank " + std::to_string(st.rank) + " stream " + std::to_string(st.local) + " waits in collective group " +
-               std::to_string(st.current.group) + " #" + std::to_string(st.current.seq) + ";";
+               std::to_string(st.q.front().group) + " #" + std::to_string(st.q.front().seq) + ";";
     *err = "deadlock at t=" + std::to_string(now / 1e6) + " ms:" + (who.empty() ? " nothing runnable" : who);
     return false;
   }
@@ -825,7 +984,8 @@ const std::vector<int>& Engine::SupportedClocks(int gpu) const {
 void Engine::SetLockedClock(int gpu, int mhz) {
   Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
   std::uniform_real_distribution<double> latency(g.spec->dvfs_latency_min_s, g.spec->dvfs_latency_max_s);
-  s_->Push(s_->now + latency(s_->rng) * 1e9, kClockApply, gpu, std::clamp(mhz, g.spec->min_clock_mhz(), g.spec->max_clock_mhz()));
+  const int clamped = std::clamp(mhz, g.spec->min_clock_mhz(), g.spec->max_clock_mhz());
+  s_->Push(s_->now + latency(s_->rng) * 1e9, kClockApply, gpu, static_cast<uint64_t>(clamped));
 }
 void Engine::ResetClock(int gpu) { SetLockedClock(gpu, s_->gpus[static_cast<size_t>(gpu)].spec->default_sm_clock_mhz); }
 void Engine::SetPowerLimit(int gpu, double watts) {
@@ -843,6 +1003,8 @@ void Engine::PowerLimitRange(int gpu, double* min_w, double* max_w) const {
 double Engine::EnergyCounterJ(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].reported_energy_j; }
 double Engine::PowerW(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_power_w; }
 double Engine::Utilization(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_util; }
+double Engine::MemoryUtilization(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_mem_util; }
+const std::string& Engine::DeviceName(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].spec->name; }
 double Engine::ClockMhz(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].effective_mhz; }
 double Engine::now_ns() const { return s_->now; }
 void Engine::StartCounters(int gpu) {

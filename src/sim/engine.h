@@ -50,6 +50,7 @@ class Engine {
 
   // Clock control and telemetry of one GPU (= rank), as NVML offers them.
   int gpus() const;
+  const std::string& DeviceName(int gpu) const;
   const std::vector<int>& SupportedClocks(int gpu) const;
   void SetLockedClock(int gpu, int mhz);  // takes effect after the DVFS latency
   void ResetClock(int gpu);               // back to the default (maximum) clock, after the latency
@@ -59,6 +60,7 @@ class Engine {
   double EnergyCounterJ(int gpu) const;   // cumulative; advances only at telemetry updates
   double PowerW(int gpu) const;           // average over the last telemetry period
   double Utilization(int gpu) const;      // fraction of the last period with a GPU op running
+  double MemoryUtilization(int gpu) const;  // fraction of the last period DRAM was busy (bandwidth-weighted)
   double ClockMhz(int gpu) const;         // the SM clock in effect now
   // Range profiling, as CUPTI's: counters of the compute kernels that end on `gpu` between
   // StartCounters and StopCounters, with about 1 % measurement noise.

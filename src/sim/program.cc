@@ -89,41 +89,44 @@ bool Validate(const Program& p, std::string* err) {
       const std::vector<Instr>& code = rp.threads[t].code;
       for (size_t i = 0; i < code.size(); ++i) {
         const Instr& in = code[i];
-        const std::string where = "rank " + std::to_string(r) + " thread " + std::to_string(t) +
-                                  " instr " + std::to_string(i) + " (" + OpName(in.op) + ")";
+        // Built only for a message (a program has up to millions of instructions).
+        auto where = [&]() {
+          return "rank " + std::to_string(r) + " thread " + std::to_string(t) + " instr " + std::to_string(i) + " (" +
+                 OpName(in.op) + ")";
+        };
         const bool uses_stream = in.op == Op::kLaunch || in.op == Op::kCopy ||
                                  in.op == Op::kRecord || in.op == Op::kWaitEvent ||
                                  in.op == Op::kStreamSync || in.op == Op::kCollective;
         if (uses_stream && (in.stream < 0 || in.stream >= rp.streams))
-          return fail(where + ": stream " + std::to_string(in.stream) + " out of range (" + std::to_string(rp.streams) + " streams)");
+          return fail(where() + ": stream " + std::to_string(in.stream) + " out of range (" + std::to_string(rp.streams) + " streams)");
         const bool uses_event = in.op == Op::kRecord || in.op == Op::kWaitEvent || in.op == Op::kEventSync;
         if (uses_event && (in.event < 0 || in.event >= rp.events))
-          return fail(where + ": event " + std::to_string(in.event) + " out of range (" + std::to_string(rp.events) + " events)");
+          return fail(where() + ": event " + std::to_string(in.event) + " out of range (" + std::to_string(rp.events) + " events)");
         if ((in.op == Op::kWaitEvent || in.op == Op::kEventSync) && !recorded[static_cast<size_t>(in.event)])
-          return fail(where + ": event " + std::to_string(in.event) + " is never recorded on this rank");
+          return fail(where() + ": event " + std::to_string(in.event) + " is never recorded on this rank");
         switch (in.op) {
           case Op::kCpu:
-            if (!NonNegative(in.cpu_ns)) return fail(where + ": cpu_ns must be a non-negative number");
+            if (!NonNegative(in.cpu_ns)) return fail(where() + ": cpu_ns must be a non-negative number");
             break;
           case Op::kCopy:
-            if (!NonNegative(in.bytes)) return fail(where + ": bytes must be a non-negative number");
+            if (!NonNegative(in.bytes)) return fail(where() + ": bytes must be a non-negative number");
             break;
           case Op::kLaunch:
           case Op::kCollective: {
             if (in.kernel < 0 || in.kernel >= static_cast<int32_t>(p.kernels.size()))
-              return fail(where + ": kernel " + std::to_string(in.kernel) + " out of range (" + std::to_string(p.kernels.size()) + " kernels)");
+              return fail(where() + ": kernel " + std::to_string(in.kernel) + " out of range (" + std::to_string(p.kernels.size()) + " kernels)");
             const std::string& name = p.kernels[static_cast<size_t>(in.kernel)].name;
             if (in.op == Op::kLaunch && IsComm(name))
-              return fail(where + ": communication kernel " + name + " launched outside a collective");
+              return fail(where() + ": communication kernel " + name + " launched outside a collective");
             if (in.op == Op::kLaunch) break;
-            if (!IsComm(name)) return fail(where + ": collective kernel " + name + " is not an nccl* kernel");
+            if (!IsComm(name)) return fail(where() + ": collective kernel " + name + " is not an nccl* kernel");
             if (in.group < 0 || in.group >= static_cast<int32_t>(p.groups.size()))
-              return fail(where + ": group " + std::to_string(in.group) + " out of range (" + std::to_string(p.groups.size()) + " groups)");
+              return fail(where() + ": group " + std::to_string(in.group) + " out of range (" + std::to_string(p.groups.size()) + " groups)");
             const Group& grp = p.groups[static_cast<size_t>(in.group)];
             bool member = false;
             for (int32_t m : grp.ranks) member = member || m == r;
-            if (!member) return fail(where + ": rank is not a member of group " + std::to_string(in.group) + " (" + grp.name + ")");
-            if (!NonNegative(in.bytes)) return fail(where + ": bytes must be a non-negative number");
+            if (!member) return fail(where() + ": rank is not a member of group " + std::to_string(in.group) + " (" + grp.name + ")");
+            if (!NonNegative(in.bytes)) return fail(where() + ": bytes must be a non-negative number");
             coll_bytes[static_cast<size_t>(in.group)][static_cast<size_t>(r)].push_back(in.bytes);
             break;
           }

@@ -53,6 +53,11 @@ if [ -d "$workloads" ]; then
     "import json,sys; z=json.load(open('$tmp/z.json'))['zeus_power_limit']; sys.exit(0 if z['done'] and len(z['profiled']) == 5 and 100 <= z['optimum_w'] <= 500 else 1)"
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --controller zeus-power-limit:eta=7 >/dev/null 2>"$tmp/err"; rc=$?
   check "bad controller option exits 1 naming it" bash -c "test $rc -eq 1 && grep -q 'eta=7' '$tmp/err'"
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 6 --controller geepafs --measure "$tmp/g.json" >/dev/null 2>&1
+  check "geepafs probes four clocks and chooses one" python3 -c \
+    "import json,sys; g=json.load(open('$tmp/g.json'))['geepafs'][0]; sys.exit(0 if len(g['probes_mhz']) == 4 and len(g['choices_mhz']) == 1 else 1)"
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --controller gpu-burner >/dev/null 2>"$tmp/err"; rc=$?
+  check "unknown controller exits 1 naming it" bash -c "test $rc -eq 1 && grep -q 'gpu-burner' '$tmp/err'"
   printf '{"kind": "tp", "device": "a100", "model": {"layers": -1}}' >"$tmp/bad-spec.json"
   "$emo" sim --workload "$tmp/bad-spec.json" >/dev/null 2>"$tmp/err"; rc=$?
   check "bad spec exits 1" test $rc -eq 1

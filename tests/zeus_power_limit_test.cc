@@ -7,59 +7,17 @@
 
 #include <cstdlib>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "apply/sim_gpu_control.h"
+#include "fake_gpus.h"
 #include "sim/engine.h"
 #include "sim/workload.h"
 
 namespace emo {
 namespace {
-
-// GPUs whose energy per step and step time depend only on the power limit in force.
-class ScriptedGpus : public GpuControl {
- public:
-  ScriptedGpus(int n, double min_w, double max_w) : n_(n), min_(min_w), max_(max_w), limit_(n, 0), energy_(n, 0) {}
-  int Count() const override { return n_; }
-  std::vector<int> SupportedClocks(int) const override { return {1410}; }
-  bool SetLockedClock(int, int, std::string*) override { return true; }
-  bool ResetClock(int, std::string*) override { return true; }
-  bool SetPowerLimit(int gpu, double watts, std::string* err) override {
-    if (refuse) {
-      *err = "no permission to set the power limit of GPU " + std::to_string(gpu);
-      return false;
-    }
-    limit_[gpu] = watts;
-    if (gpu == 0) sets.push_back({step, watts});
-    return true;
-  }
-  double PowerLimitW(int gpu) const override { return limit_[gpu]; }
-  void PowerLimitRange(int, double* min_w, double* max_w) const override {
-    *min_w = min_;
-    *max_w = max_;
-  }
-  double EnergyJ(int gpu) const override { return energy_[gpu]; }
-  double PowerW(int) const override { return 0; }
-  double Utilization(int) const override { return 1; }
-  double ClockMhz(int) const override { return 1410; }
-
-  // Runs one training step under the current limits; returns its time in seconds.
-  double RunStep(const std::map<double, std::pair<double, double>>& joules_seconds) {
-    const auto& js = joules_seconds.at(limit_[0]);
-    for (int g = 0; g < n_; ++g) energy_[g] += js.first;
-    return js.second;
-  }
-
-  int step = 0;
-  bool refuse = false;
-  std::vector<std::pair<int, double>> sets;  // (step, watts) of every command to GPU 0
-
- private:
-  int n_;
-  double min_, max_;
-  std::vector<double> limit_, energy_;
-};
 
 // Per GPU per step: limit → (energy J, time s).
 const std::map<double, std::pair<double, double>> kSteps = {
@@ -67,25 +25,37 @@ const std::map<double, std::pair<double, double>> kSteps = {
 
 // Drives `steps` training steps, calling the optimizer at each step's beginning as Zeus's
 // on_step_begin is called.
-void Train(ZeusPowerLimitOptimizer* z, ScriptedGpus* gpus, int steps) {
+// The GPUs' energy per step and step time depend only on the power limit in force.
+void Train(ZeusPowerLimitOptimizer* z, FakeGpus* gpus, int steps) {
   double now_ns = 0;
   for (int i = 1; i <= steps; ++i) {
     gpus->step = i;
     z->OnIterationStart(i - 1, now_ns);
-    now_ns += gpus->RunStep(kSteps) * 1e9;
+    const auto& [joules, seconds] = kSteps.at(gpus->limit[0]);
+    for (double& e : gpus->energy) e += joules;
+    now_ns += seconds * 1e9;
   }
 }
 
+FakeGpus Gpus(int n, double min_w, double max_w) { return FakeGpus(n, "A100-SXM4-80GB", {1410}, min_w, max_w); }
+
+// The limits sent to GPU 0, as (step, watts).
+std::vector<std::pair<int, double>> Limits(const FakeGpus& gpus) {
+  std::vector<std::pair<int, double>> out;
+  for (const auto& c : gpus.Sent(FakeGpus::Command::kLimit, 0)) out.emplace_back(c.step, c.value);
+  return out;
+}
+
 TEST(ZeusPowerLimit, ScheduleMeasurementsAndZeusCost) {
-  ScriptedGpus gpus(2, 100, 200);
+  FakeGpus gpus = Gpus(2, 100, 200);
   ZeusPowerLimitOptimizer z(&gpus, ZeusPowerLimitOptions{});
   EXPECT_EQ(z.candidates_w(), (std::vector<double>{200, 175, 150, 125, 100}));
   Train(&z, &gpus, 400);
   ASSERT_EQ(z.state(), ZeusPowerLimitOptimizer::State::kDone);
   // Step 0 is construction (the maximum); step 2 would set 200 W again, which Zeus skips. Each
   // limit then holds 50 steps (10 warm-up + 40 profiled): the next is set at steps 52, 102, ...
-  EXPECT_EQ(gpus.sets, (std::vector<std::pair<int, double>>{{0, 200}, {52, 175}, {102, 150}, {152, 125}, {202, 100},
-                                                           {252, 150}}));
+  EXPECT_EQ(Limits(gpus), (std::vector<std::pair<int, double>>{{0, 200}, {52, 175}, {102, 150}, {152, 125},
+                                                             {202, 100}, {252, 150}}));
   // Each window: 40 steps, energy summed over both GPUs.
   ASSERT_EQ(z.measurements().size(), 5u);
   for (const auto& m : z.measurements()) {
@@ -96,15 +66,17 @@ TEST(ZeusPowerLimit, ScheduleMeasurementsAndZeusCost) {
   // 390, 374, 366, 375, 415 for 200..100 W: 150 W.
   EXPECT_EQ(z.optimum_w(), 150);
   z.Finish();
-  EXPECT_EQ(gpus.sets.back().second, 200);
+  EXPECT_EQ(Limits(gpus).back().second, 200);
+  EXPECT_EQ(gpus.limit, (std::vector<double>{200, 200}));
   EXPECT_TRUE(z.error().empty());
 }
 
 double SelectWith(const std::string& spec) {
   ZeusPowerLimitOptions o;
+  MethodOptions m;
   std::string err;
-  EXPECT_TRUE(ParseZeusPowerLimitOptions(spec, &o, &err)) << err;
-  ScriptedGpus gpus(2, 100, 200);
+  EXPECT_TRUE(SplitMethodSpec(spec, &m, &err) && ParseZeusPowerLimitOptions(m, &o, &err)) << err;
+  FakeGpus gpus = Gpus(2, 100, 200);
   ZeusPowerLimitOptimizer z(&gpus, o);
   Train(&z, &gpus, 5 * (o.warmup_steps + o.profile_steps) + o.wait_steps + 2);
   EXPECT_EQ(z.state(), ZeusPowerLimitOptimizer::State::kDone) << spec;
@@ -122,32 +94,39 @@ TEST(ZeusPowerLimit, Selectors) {
 }
 
 TEST(ZeusPowerLimit, CandidatesStopAtTheMinimum) {
-  ScriptedGpus gpus(1, 110, 200);
+  FakeGpus gpus = Gpus(1, 110, 200);
   ZeusPowerLimitOptimizer z(&gpus, ZeusPowerLimitOptions{});
   EXPECT_EQ(z.candidates_w(), (std::vector<double>{200, 175, 150, 125}));
 }
 
 TEST(ZeusPowerLimit, RefusedCommandsAreReported) {
-  ScriptedGpus gpus(1, 100, 200);
+  FakeGpus gpus = Gpus(1, 100, 200);
   gpus.refuse = true;
   ZeusPowerLimitOptimizer z(&gpus, ZeusPowerLimitOptions{});
-  EXPECT_EQ(z.error(), "no permission to set the power limit of GPU 0");
+  EXPECT_EQ(z.error(), "no permission to change GPU 0");
+}
+
+bool Parse(const std::string& spec, std::string* err) {
+  MethodOptions m;
+  ZeusPowerLimitOptions o;
+  return SplitMethodSpec(spec, &m, err) && ParseZeusPowerLimitOptions(m, &o, err);
 }
 
 TEST(ZeusPowerLimit, ParseErrorsNameThePart) {
-  ZeusPowerLimitOptions o;
   std::string err;
-  EXPECT_TRUE(ParseZeusPowerLimitOptions("zeus-power-limit", &o, &err));
-  EXPECT_FALSE(ParseZeusPowerLimitOptions("zeus", &o, &err));
-  EXPECT_FALSE(ParseZeusPowerLimitOptions("zeus-power-limitx", &o, &err));
-  EXPECT_FALSE(ParseZeusPowerLimitOptions("zeus-power-limit:eta=2", &o, &err));
-  EXPECT_NE(err.find("eta=2"), std::string::npos) << err;
-  EXPECT_FALSE(ParseZeusPowerLimitOptions("zeus-power-limit:profile=0", &o, &err));
-  EXPECT_FALSE(ParseZeusPowerLimitOptions("zeus-power-limit:warmup=1.5", &o, &err));
-  EXPECT_FALSE(ParseZeusPowerLimitOptions("zeus-power-limit:colour=red", &o, &err));
-  EXPECT_NE(err.find("unknown key"), std::string::npos) << err;
-  EXPECT_FALSE(ParseZeusPowerLimitOptions("zeus-power-limit:selector=fast", &o, &err));
-  EXPECT_FALSE(ParseZeusPowerLimitOptions("zeus-power-limit:eta=", &o, &err));
+  EXPECT_TRUE(Parse("zeus-power-limit", &err));
+  EXPECT_TRUE(Parse("zeus-power-limit:eta=0.25,warmup=0,profile=5,step-w=50,selector=energy", &err)) << err;
+  EXPECT_FALSE(Parse("zeus-power-limit:eta=2", &err));
+  EXPECT_EQ(err, "zeus-power-limit: eta=2: expected a number in [0, 1]");
+  EXPECT_FALSE(Parse("zeus-power-limit:profile=0", &err));
+  EXPECT_FALSE(Parse("zeus-power-limit:warmup=1.5", &err));
+  EXPECT_EQ(err, "zeus-power-limit: warmup=1.5: expected a whole number in [0, 1e+06]");
+  EXPECT_FALSE(Parse("zeus-power-limit:colour=red", &err));
+  EXPECT_NE(err.find("unknown option 'colour'"), std::string::npos) << err;
+  EXPECT_FALSE(Parse("zeus-power-limit:selector=fast", &err));
+  EXPECT_FALSE(Parse("zeus-power-limit:eta=", &err));
+  EXPECT_FALSE(Parse("zeus-power-limit:eta", &err));
+  EXPECT_EQ(err, "zeus-power-limit: 'eta' is not key=value");
 }
 
 // In simulation, online profiling (noisy, counters updated every ~25 ms) must pick the limit an

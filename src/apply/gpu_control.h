@@ -13,6 +13,7 @@ class GpuControl {
  public:
   virtual ~GpuControl() = default;
   virtual int Count() const = 0;
+  virtual std::string Name(int gpu) const = 0;                  // e.g. "A100-SXM4-80GB"
   virtual std::vector<int> SupportedClocks(int gpu) const = 0;  // SM clocks, MHz, ascending
   // Clock and power-limit commands. False with *err when the back end refused.
   virtual bool SetLockedClock(int gpu, int mhz, std::string* err) = 0;
@@ -24,6 +25,7 @@ class GpuControl {
   virtual double EnergyJ(int gpu) const = 0;      // cumulative counter (updated every few tens of ms)
   virtual double PowerW(int gpu) const = 0;       // sampled
   virtual double Utilization(int gpu) const = 0;  // fraction of time busy over the last sample
+  virtual double MemoryUtilization(int gpu) const = 0;  // fraction of it device memory was read or written
   virtual double ClockMhz(int gpu) const = 0;     // current SM clock
 };
 

@@ -12,6 +12,7 @@ class SimGpuControl : public GpuControl {
  public:
   explicit SimGpuControl(sim::Engine* engine) : e_(engine) {}
   int Count() const override { return e_->gpus(); }
+  std::string Name(int gpu) const override { return e_->DeviceName(gpu); }
   std::vector<int> SupportedClocks(int gpu) const override { return e_->SupportedClocks(gpu); }
   bool SetLockedClock(int gpu, int mhz, std::string* err) override {
     if (!Check(gpu, err)) return false;
@@ -33,6 +34,7 @@ class SimGpuControl : public GpuControl {
   double EnergyJ(int gpu) const override { return e_->EnergyCounterJ(gpu); }
   double PowerW(int gpu) const override { return e_->PowerW(gpu); }
   double Utilization(int gpu) const override { return e_->Utilization(gpu); }
+  double MemoryUtilization(int gpu) const override { return e_->MemoryUtilization(gpu); }
   double ClockMhz(int gpu) const override { return e_->ClockMhz(gpu); }
 
  private:

@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
   s->add_option("--device", sim.device, "simulated GPU, overriding the spec's (A100-SXM4-80GB, H100-SXM, RTX3080Ti, A40)");
   s->add_option("--policy", sim.policy, "frequency policy JSON: per GPU, clock changes at offsets into each iteration");
   s->add_option("--controller", sim.controller,
-                 "an online method run beside the workload: zeus-power-limit[:eta=E|max-slowdown=F|selector=S,...]");
+                 "an online method run beside the workload: zeus-power-limit[:eta=E|max-slowdown=F|selector=S,...] "
+                 "or geepafs[:p=P,min-mhz=F,...]");
   s->add_option("--iterations", sim.iterations, "iterations to run")->check(CLI::PositiveNumber);
   s->add_option("--warmup", sim.warmup, "iterations left out of the measurement (default: 1 when there are several)")
       ->check(CLI::NonNegativeNumber);

@@ -2,6 +2,7 @@
 #include "cli/sim.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,8 @@
 
 #include "apply/policy.h"
 #include "apply/sim_gpu_control.h"
+#include "online/geepafs.h"
+#include "online/method_options.h"
 #include "online/zeus_power_limit.h"
 #include "sim/device_spec.h"
 #include "sim/engine.h"
@@ -40,10 +43,23 @@ int RunSim(const SimOptions& opt) {
     fmt::print(stderr, "emo sim: {}\n", err);
     return 1;
   }
+  MethodOptions method;
   ZeusPowerLimitOptions zeus_options;
-  if (!opt.controller.empty() && !ParseZeusPowerLimitOptions(opt.controller, &zeus_options, &err)) {
-    fmt::print(stderr, "emo sim: --controller: {}\n", err);
-    return 1;
+  GeepafsOptions geepafs_options;
+  if (!opt.controller.empty()) {
+    bool ok = SplitMethodSpec(opt.controller, &method, &err);
+    if (ok && method.name == "zeus-power-limit") {
+      ok = ParseZeusPowerLimitOptions(method, &zeus_options, &err);
+    } else if (ok && method.name == "geepafs") {
+      ok = ParseGeepafsOptions(method, &geepafs_options, &err);
+    } else if (ok) {
+      ok = false;
+      err = "unknown method '" + method.name + "' (zeus-power-limit, geepafs)";
+    }
+    if (!ok) {
+      fmt::print(stderr, "emo sim: --controller: {}\n", err);
+      return 1;
+    }
   }
   // By default the first iteration warms up (and lets a policy's first clock change land);
   // measurement covers the rest, read from the energy counters as a user would read NVML.
@@ -61,14 +77,18 @@ int RunSim(const SimOptions& opt) {
   SimGpuControl gpus(&engine);
   PolicyPlayer player(policy, &gpus, [&](double t, std::function<void(double)> fn) { engine.At(t, std::move(fn)); });
   std::unique_ptr<ZeusPowerLimitOptimizer> zeus;
+  std::unique_ptr<Geepafs> geepafs;
   std::vector<Controller*> controllers{&player};
-  if (!opt.controller.empty()) {
+  if (method.name == "zeus-power-limit") {
     zeus = std::make_unique<ZeusPowerLimitOptimizer>(&gpus, zeus_options);
-    if (!zeus->error().empty()) {
-      fmt::print(stderr, "emo sim: {}: {}\n", opt.controller, zeus->error());
-      return 1;
-    }
     controllers.push_back(zeus.get());
+  } else if (method.name == "geepafs") {
+    geepafs = std::make_unique<Geepafs>(&gpus, geepafs_options);
+    controllers.push_back(geepafs.get());
+  }
+  if (!controllers.back()->error().empty()) {
+    fmt::print(stderr, "emo sim: {}: {}\n", opt.controller, controllers.back()->error());
+    return 1;
   }
   for (Controller* c : controllers) AttachController(&engine, c);
   std::vector<double> e0(static_cast<size_t>(engine.gpus()), 0.0);
@@ -115,6 +135,15 @@ int RunSim(const SimOptions& opt) {
       fmt::print("zeus-power-limit: profiled {} of {} limits before the run ended (each takes {} iterations)\n",
                  profiled.size(), zeus->candidates_w().size(), zeus_options.warmup_steps + zeus_options.profile_steps);
   }
+  nlohmann::ordered_json geepafs_report;
+  if (geepafs) {
+    geepafs_report = nlohmann::ordered_json::array();
+    for (int g = 0; g < engine.gpus(); ++g) {
+      geepafs_report.push_back({{"gpu", g}, {"probes_mhz", geepafs->probes_mhz(g)}, {"choices_mhz", geepafs->choices(g)}});
+      fmt::print("geepafs: GPU {} probed {} and chose {}\n", g, fmt::join(geepafs->probes_mhz(g), "/"),
+                 geepafs->choices(g).empty() ? std::string("nothing yet") : fmt::format("{}", fmt::join(geepafs->choices(g), ", ")));
+    }
+  }
 
   if (!opt.trace_out.empty()) {
     const Trace& t = engine.trace();
@@ -149,6 +178,7 @@ int RunSim(const SimOptions& opt) {
     m["policy"] = opt.policy.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.policy);
     m["controller"] = opt.controller.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.controller);
     if (zeus) m["zeus_power_limit"] = zeus_report;
+    if (geepafs) m["geepafs"] = geepafs_report;
     m["iteration_ms"] = iteration_ms;
     m["energy_j"] = total;
     m["per_gpu"] = per_gpu;

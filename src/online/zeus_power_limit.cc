@@ -1,57 +1,34 @@
 // zeus_power_limit.cc — the state machine and selectors of Zeus's GlobalPowerLimitOptimizer.
 #include "online/zeus_power_limit.h"
 
-#include <cmath>
-#include <cstdlib>
-#include <sstream>
-
 namespace emo {
 
-bool ParseZeusPowerLimitOptions(const std::string& spec, ZeusPowerLimitOptions* out, std::string* err) {
-  const std::string name = "zeus-power-limit";
-  if (spec.compare(0, name.size(), name) != 0 || (spec.size() > name.size() && spec[name.size()] != ':')) {
-    *err = "'" + spec + "' is not " + name + "[:key=value,...]";
-    return false;
-  }
+bool ParseZeusPowerLimitOptions(const MethodOptions& m, ZeusPowerLimitOptions* out, std::string* err) {
+  using S = ZeusPowerLimitOptions::Selector;
   ZeusPowerLimitOptions o;
-  std::stringstream rest(spec.size() > name.size() ? spec.substr(name.size() + 1) : "");
-  std::string item;
-  while (std::getline(rest, item, ',')) {
-    const size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    char* end = nullptr;
-    const double v = std::strtod(value.c_str(), &end);
-    const bool number = !value.empty() && *end == '\0' && std::isfinite(v);
-    auto bad = [&](const std::string& why) {
-      *err = name + ": " + item + ": " + why;
-      return false;
-    };
+  for (const auto& item : m.items) {
+    const std::string& key = item.first;
+    double v = 0;
     if (key == "selector") {
-      if (value == "zeus-cost") o.selector = ZeusPowerLimitOptions::Selector::kZeusCost;
-      else if (value == "energy") o.selector = ZeusPowerLimitOptions::Selector::kEnergy;
-      else if (value == "time") o.selector = ZeusPowerLimitOptions::Selector::kTime;
-      else if (value == "max-slowdown") o.selector = ZeusPowerLimitOptions::Selector::kMaxSlowdown;
-      else return bad("expected zeus-cost, energy, time or max-slowdown");
-      continue;
-    }
-    const bool count = key == "wait" || key == "warmup" || key == "profile";
-    if (!count && key != "eta" && key != "max-slowdown" && key != "step-w")
-      return bad("unknown key (eta, max-slowdown, selector, wait, warmup, profile, step-w)");
-    if (!number) return bad("expected a number");
-    if (key == "eta") {
-      if (v < 0 || v > 1) return bad("eta must be in [0, 1]");
-      o.eta = v;
+      const std::string& s = item.second;
+      if (s != "zeus-cost" && s != "energy" && s != "time" && s != "max-slowdown") {
+        *err = m.name + ": selector=" + s + ": expected zeus-cost, energy, time or max-slowdown";
+        return false;
+      }
+      o.selector = s == "zeus-cost" ? S::kZeusCost : s == "energy" ? S::kEnergy : s == "time" ? S::kTime : S::kMaxSlowdown;
+    } else if (key == "eta") {
+      if (!OptionNumber(m.name, item, 0, 1, false, &o.eta, err)) return false;
     } else if (key == "max-slowdown") {
-      if (v < 1) return bad("max-slowdown must be at least 1");
-      o.max_slowdown = v;
-      o.selector = ZeusPowerLimitOptions::Selector::kMaxSlowdown;
+      if (!OptionNumber(m.name, item, 1, 1e3, false, &o.max_slowdown, err)) return false;
+      o.selector = S::kMaxSlowdown;
     } else if (key == "step-w") {
-      if (v <= 0) return bad("step-w must be positive");
-      o.pl_step_w = v;
-    } else {
-      const int least = key == "profile" ? 1 : 0;
-      if (v != std::floor(v) || v < least || v > 1e6) return bad("expected an integer of at least " + std::to_string(least));
+      if (!OptionNumber(m.name, item, 1, 1e4, false, &o.pl_step_w, err)) return false;
+    } else if (key == "wait" || key == "warmup" || key == "profile") {
+      if (!OptionNumber(m.name, item, key == "profile" ? 1 : 0, 1e6, true, &v, err)) return false;
       (key == "wait" ? o.wait_steps : key == "warmup" ? o.warmup_steps : o.profile_steps) = static_cast<int>(v);
+    } else {
+      *err = m.name + ": unknown option '" + key + "' (eta, max-slowdown, selector, wait, warmup, profile, step-w)";
+      return false;
     }
   }
   *out = o;

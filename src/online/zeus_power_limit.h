@@ -10,6 +10,7 @@
 
 #include "apply/controller.h"
 #include "apply/gpu_control.h"
+#include "online/method_options.h"
 
 namespace emo {
 
@@ -24,10 +25,10 @@ struct ZeusPowerLimitOptions {
   double max_slowdown = 1.1;  // MaxSlowdownConstraint: time factor over the highest limit's time
 };
 
-// Parses "zeus-power-limit[:key=value,...]" with keys eta, max-slowdown, selector
-// (zeus-cost|energy|time|max-slowdown), wait, warmup, profile, step-w. A given max-slowdown
-// selects the max-slowdown selector. False with *err naming the bad part.
-bool ParseZeusPowerLimitOptions(const std::string& spec, ZeusPowerLimitOptions* out, std::string* err);
+// Options from the command line's keys eta, max-slowdown, selector (zeus-cost|energy|time|
+// max-slowdown), wait, warmup, profile, step-w. A given max-slowdown selects the max-slowdown
+// selector. False with *err naming the bad part.
+bool ParseZeusPowerLimitOptions(const MethodOptions& m, ZeusPowerLimitOptions* out, std::string* err);
 
 class ZeusPowerLimitOptimizer : public Controller {
  public:

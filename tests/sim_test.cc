@@ -18,6 +18,7 @@
 #include "sim/workload.h"
 #include "trace/kineto_json.h"
 #include "trace/kineto_writer.h"
+#include "trace/load.h"
 
 namespace emo::sim {
 namespace {
@@ -222,6 +223,49 @@ TEST(SimReplay, RealDlrmRunsOnEightSimulatedGpus) {
   ASSERT_TRUE(BuildGraph(e.trace(), &g, &rep, &err)) << err;
   for (const RankBuildReport& r : rep.ranks) EXPECT_EQ(r.collectives_matched, 3 * 8);
   EXPECT_LT(std::fabs(Analyze(e.trace(), g).total.replay_error), 0.01);
+}
+
+// A replayed real trace is worth optimising in simulation only if, at the default clocks, it runs
+// as long as it ran for real. Alexnet (one rank): each replayed iteration against the traced
+// span. DLRM's 8 ranks were traced with skew (their spans run from 11.4 to 19.0 ms inside a
+// 19.8 ms whole), so its steady iteration must lie between the longest rank's span and the whole.
+TEST(SimReplay, IterationTakesAsLongAsTheRealTrace) {
+  const char* workloads = std::getenv("EMO_WORKLOADS");
+  const char* traces = std::getenv("EMO_TRACES");
+  if (!workloads || !traces) GTEST_SKIP() << "EMO_WORKLOADS/EMO_TRACES not set";
+  struct Case {
+    const char* workload;
+    const char* trace;
+  };
+  for (const Case& c : {Case{"replay-alexnet-a100.json", "HolisticTraceAnalysis/critical_path/alexnet"},
+                        Case{"replay-dlrm-8rank-a100.json", "param/dlrm_kineto"}}) {
+    SCOPED_TRACE(c.workload);
+    Trace real;
+    std::string err;
+    std::vector<std::string> files;
+    ASSERT_TRUE(ExpandTracePaths({std::string(traces) + "/" + c.trace}, &files, &err)) << err;
+    ASSERT_TRUE(LoadTraces(files, &real, &err)) << err;
+    Graph g;
+    BuildReport rep;
+    ASSERT_TRUE(BuildGraph(real, &g, &rep, &err)) << err;
+    const Analysis a = Analyze(real, g);
+    double longest_rank_ms = 0;
+    for (const SpanStats& r : a.ranks) longest_rank_ms = std::max(longest_rank_ms, r.observed_ms);
+
+    Program p;
+    ASSERT_TRUE(LoadWorkload(std::string(workloads) + "/" + c.workload, &p, &err)) << err;
+    EngineOptions o;
+    o.iterations = 3;
+    o.noise = 0;
+    o.record_trace = false;
+    Engine e(p, o);
+    ASSERT_TRUE(e.Run(&err)) << err;
+    const double simulated_ms = (e.iteration_starts()[2] - e.iteration_starts()[1]) / 1e6;
+    std::printf("%s: simulated %.3f ms per iteration; traced: longest rank %.3f ms, all ranks %.3f ms\n",
+                c.workload, simulated_ms, longest_rank_ms, a.total.observed_ms);
+    EXPECT_GE(simulated_ms, 0.97 * longest_rank_ms);
+    EXPECT_LE(simulated_ms, 1.03 * a.total.observed_ms);
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // controller.h — an online method: code that runs beside the workload, hears every iteration start
 // and a periodic tick, reads telemetry and sets clocks or power limits through a GpuControl.
-// A host calls it: the simulator's event queue (sim_gpu_control.h) or, on hardware, a timer thread
-// and the training loop's step hook; the same controller code runs on both. Zeus's power-limit
+// A host calls it: the simulator's event queue (AttachController in sim_gpu_control.h) or, on
+// hardware, RealtimeHost's thread fed by the training loop's step hook; the same controller code
+// runs on both. Zeus's power-limit
 // optimizer, GEEPAFS, GPOEO and EMO's policy player are controllers.
 #pragma once
 

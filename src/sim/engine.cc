@@ -404,6 +404,7 @@ struct Engine::State {
   }
   void ScheduleTry(int32_t sid, double t) {
     Stream& st = streams[static_cast<size_t>(sid)];
+    if (st.busy) return;  // OpDone tries the stream when its op ends
     t = std::max(t, now);
     if (st.try_at >= 0 && st.try_at <= t) return;
     st.try_at = t;

@@ -23,7 +23,7 @@ check "emo analyze --help mentions --json" grep -q -- --json "$tmp/ahelp"
 if [ -d "$traces" ]; then
   "$emo" analyze --json "$traces/HolisticTraceAnalysis/critical_path/simple_add" >"$tmp/out.json" 2>"$tmp/err"
   check "analyze --json exits 0" test $? -eq 0
-  for key in ranks nodes edges observed_ms replayed_ms replay_error critical_path gpu_slack_ms; do
+  for key in ranks nodes edges observed_ms replayed_ms replay_error critical_path gpu_slack_ms packing; do
     check "JSON has key $key" python3 -c "import json,sys; d=json.load(open('$tmp/out.json')); sys.exit(0 if '$key' in d else 1)"
   done
   "$emo" analyze "$traces/param/dlrm_kineto" >"$tmp/out.txt" 2>&1

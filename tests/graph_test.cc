@@ -14,29 +14,12 @@ namespace {
 
 using test::AddKinetoRank;
 using test::Build;
+using test::Call;
 using test::FindNode;
-
-// Event builders for inline Kineto JSON (µs).
-std::string Call(const char* name, double ts, double dur, int corr, int tid = 1) {
-  return fmt::format(R"({{"ph":"X","cat":"cuda_runtime","name":"{}","pid":1,"tid":{},"ts":{},"dur":{},"args":{{"correlation":{}}}}})",
-                     name, tid, ts, dur, corr);
-}
-std::string Op(const char* cat, const char* name, int stream, double ts, double dur, int corr) {
-  return fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":0,"tid":{},"ts":{},"dur":{},"args":{{"device":0,"stream":{},"correlation":{}}}}})",
-                     cat, name, stream, ts, dur, stream, corr);
-}
-std::string Kernel(const char* name, int stream, double ts, double dur, int corr) {
-  return Op("kernel", name, stream, ts, dur, corr);
-}
-std::string SyncRec(const char* kind, int corr, int stream, int wait_on_stream = -1, int record_corr = -1) {
-  return fmt::format(R"({{"ph":"X","cat":"cuda_sync","name":"{}","pid":0,"tid":{},"ts":0,"dur":0,"args":{{"cuda_sync_kind":"{}","stream":{},"wait_on_stream":{},"wait_on_cuda_event_record_corr_id":{},"correlation":{}}}}})",
-                     kind, stream, kind, stream, wait_on_stream, record_corr, corr);
-}
-std::string TraceJson(const std::vector<std::string>& events, const std::string& extra = "") {
-  std::string s = "{" + extra + "\"traceEvents\": [";
-  for (size_t i = 0; i < events.size(); ++i) s += (i ? "," : "") + events[i];
-  return s + "]}";
-}
+using test::Kernel;
+using test::Op;
+using test::SyncRec;
+using test::TraceJson;
 
 struct Replayed {
   std::vector<double> finish;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "graph/builder.h"
 #include "graph/graph.h"
@@ -18,6 +19,15 @@ void AddKinetoRank(const std::string& json, Trace* trace, const std::string& nam
 
 // Builds the graph; fails the test on error.
 void Build(const Trace& trace, Graph* g, BuildReport* report = nullptr);
+
+// Event builders for inline Kineto JSON (times in µs): a CUDA runtime call on CPU thread `tid`,
+// a GPU op of category `cat` (kernel, gpu_memcpy, ...), a kernel, a cuda_sync record, and the
+// whole trace around a list of events.
+std::string Call(const char* name, double ts, double dur, int corr, int tid = 1);
+std::string Op(const char* cat, const char* name, int stream, double ts, double dur, int corr);
+std::string Kernel(const char* name, int stream, double ts, double dur, int corr);
+std::string SyncRec(const char* kind, int corr, int stream, int wait_on_stream = -1, int record_corr = -1);
+std::string TraceJson(const std::vector<std::string>& events, const std::string& extra = "");
 
 // Node id of the node whose source is the op/call named `name` (first match), or UINT32_MAX.
 uint32_t FindNode(const Trace& trace, const Graph& g, const std::string& name);

@@ -3,12 +3,14 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
 
 #include "graph/analysis.h"
 #include "graph/builder.h"
+#include "pack/packer.h"
 #include "trace/load.h"
 
 namespace emo {
@@ -38,6 +40,25 @@ Json SpanJson(const SpanStats& s) {
                   {"with_cpu_ms", s.overlap.with_cpu_ms},
                   {"with_other_gpus_ms", s.overlap.with_other_gpus_ms}};
   return j;
+}
+
+// What packing made of the kernels: how many packs, how many distinct ones need profiling, and
+// how much kernel time sits in packs of several kernels.
+Json PackJson(const Packing& p, double max_ms) {
+  std::vector<double> spans;
+  double busy = 0, multi = 0;
+  for (size_t k = 0; k < p.packs(); ++k) {
+    spans.push_back((p.end_ns[k] - p.start_ns[k]) / 1e6);
+    busy += p.busy_ns[k];
+    if (p.member_begin[k + 1] - p.member_begin[k] > 1) multi += p.busy_ns[k];
+  }
+  std::sort(spans.begin(), spans.end());
+  return {{"max_ms", max_ms},
+          {"kernels", p.members.size()},
+          {"packs", p.packs()},
+          {"unique", p.unique_packs()},
+          {"median_span_ms", spans.empty() ? 0 : spans[spans.size() / 2]},
+          {"multi_kernel_time_share", busy > 0 ? multi / busy : 0}};
 }
 
 int64_t Sum(const auto& a) {
@@ -89,6 +110,8 @@ int RunAnalyze(const AnalyzeOptions& opt) {
     return 1;
   }
   Analysis a = Analyze(trace, g);
+  const Packing packs = PackKernels(g, trace.names, PackOptions{opt.pack_ms * 1e6});
+  const Json pj = PackJson(packs, opt.pack_ms);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (opt.json) {
@@ -124,6 +147,7 @@ int RunAnalyze(const AnalyzeOptions& opt) {
     for (const auto& l : cp.by_lane) by_lane.push_back({{"lane", l.name}, {"ms", l.ms}});
     j["critical_path"] = {{"ms", cp.total_ms}, {"nodes", cp.nodes}, {"by_kind_ms", by_kind},
                           {"edge_latency_ms", cp.edge_latency_ms}, {"idle_ms", cp.idle_ms}, {"by_lane_ms", by_lane}};
+    j["packing"] = pj;
     j["notes"] = report.notes;
     j["seconds"] = seconds;
     fmt::print("{}\n", j.dump(2));
@@ -148,6 +172,10 @@ int RunAnalyze(const AnalyzeOptions& opt) {
   fmt::print(", edge latency {:.3f}, idle {:.3f} (ms)\n", cp.edge_latency_ms, cp.idle_ms);
   for (size_t i = 0; i < cp.by_lane.size() && i < 8; ++i)
     fmt::print("  {:<24} {:10.3f} ms\n", cp.by_lane[i].name, cp.by_lane[i].ms);
+  fmt::print("packing (at most {} ms): {} kernels in {} packs, {} unique; median span {:.3f} ms; {:.1f} % of kernel "
+             "time in packs of several kernels\n",
+             opt.pack_ms, pj["kernels"].get<size_t>(), pj["packs"].get<size_t>(), pj["unique"].get<size_t>(),
+             pj["median_span_ms"].get<double>(), 100 * pj["multi_kernel_time_share"].get<double>());
   for (const std::string& n : report.notes) fmt::print("note: {}\n", n);
   fmt::print("analyzed in {:.3f} s\n", seconds);
   return 0;

@@ -10,6 +10,7 @@ namespace emo {
 struct AnalyzeOptions {
   std::vector<std::string> inputs;
   bool json = false;
+  double pack_ms = 5;     // Δmax of packing
   bool progress = false;  // print progress lines on stderr
 };
 

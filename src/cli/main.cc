@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
                  "of them; one file per rank) and report replay fidelity, critical path, slack and asynchrony");
   a->add_option("traces", analyze.inputs, "trace files or directories")->required();
   a->add_flag("--json", analyze.json, "print one JSON object instead of text");
+  a->add_option("--pack-ms", analyze.pack_ms, "longest pack of kernels, ms (packing's Δmax)")
+      ->check(CLI::PositiveNumber);
 
   emo::SimOptions sim;
   CLI::App* s = app.add_subcommand("sim", "Run a workload on simulated GPUs (the default device) and measure time and "

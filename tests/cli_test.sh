@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # cli_test.sh — end-to-end checks of the emo executable: help, JSON keys of `emo analyze`, and
 # clear one-line errors with a non-zero exit on bad input.
-# Usage: cli_test.sh EMO_BINARY TRACES_DIR WORKLOADS_DIR
+# Usage: cli_test.sh EMO_BINARY TRACES_DIR WORKLOADS_DIR [FAKE_NVML_LIBRARY]
 set -u
 emo=$1
 traces=$2
 workloads=${3:-}
+fake_nvml=${4:-}
 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -66,6 +67,16 @@ if [ -d "$workloads" ]; then
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 1 --policy "$tmp/bad-policy.json" >/dev/null 2>"$tmp/err"; rc=$?
   check "policy for a missing GPU exits 1" test $rc -eq 1
 fi
+
+# emo gpus through NVML: the fake driver's two GPUs; without a driver, one clear line and exit 1.
+if [ -n "$fake_nvml" ]; then
+  EMO_NVML_LIBRARY="$fake_nvml" "$emo" gpus --json >"$tmp/gpus.json" 2>"$tmp/err"
+  check "gpus lists the fake driver's GPUs" python3 -c \
+    "import json,sys; g=json.load(open('$tmp/gpus.json')); sys.exit(0 if len(g) == 2 and g[1]['power_limit_w'] == 400 else 1)"
+fi
+EMO_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$emo" gpus >/dev/null 2>"$tmp/err"; rc=$?
+check "gpus without a driver exits 1" test $rc -eq 1
+check "gpus without a driver says so in one line" bash -c "grep -q 'is an NVIDIA driver installed' '$tmp/err' && test \$(wc -l <'$tmp/err') -eq 1"
 
 # Bad input: one line on stderr naming the file, non-zero exit, no crash (exit code 1, not a signal).
 printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 12' >"$tmp/truncated.json"

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/analyze.h"
+#include "cli/gpus.h"
 #include "cli/sim.h"
 
 int main(int argc, char** argv) {
@@ -35,11 +36,17 @@ int main(int argc, char** argv) {
   s->add_option("--trace", sim.trace_out, "write a Kineto JSON trace (a directory of rank-R.json for several GPUs)");
   s->add_option("--measure", sim.measure_out, "write the measurement JSON (iteration_ms, energy_j, per-GPU energy)");
 
+  emo::GpusOptions gpus;
+  CLI::App* gp = app.add_subcommand("gpus", "List this machine's NVIDIA GPUs as EMO's NVML back end sees them: clocks, "
+                                            "power, limits, energy counter, utilisation (read only)");
+  gp->add_flag("--json", gpus.json, "print a JSON array instead of text");
+
   CLI11_PARSE(app, argc, argv);
   if (a->parsed()) {
     analyze.progress = isatty(STDERR_FILENO) != 0;
     return emo::RunAnalyze(analyze);
   }
   if (s->parsed()) return emo::RunSim(sim);
+  if (gp->parsed()) return emo::RunGpus(gpus);
   return 0;
 }

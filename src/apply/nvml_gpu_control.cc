@@ -1,0 +1,257 @@
+// nvml_gpu_control.cc — the NVML functions EMO uses, resolved with dlsym; units converted to the
+// interface's (MHz, W, J, fractions).
+#include "apply/nvml_gpu_control.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <type_traits>
+
+namespace emo {
+
+namespace {
+
+// The few NVML types used, as nvml.h declares them (a stable C ABI).
+using nvmlReturn_t = int;
+using nvmlDevice_t = void*;
+struct nvmlUtilization_t {
+  unsigned int gpu, memory;  // percent
+};
+constexpr int kNvmlSuccess = 0;
+constexpr int kNvmlErrorNoPermission = 4;
+constexpr int kNvmlErrorGpuIsLost = 15;
+constexpr int kNvmlClockSm = 1;
+
+}  // namespace
+
+struct NvmlGpuControl::Api {
+  void* lib = nullptr;
+  nvmlReturn_t (*Init)();
+  nvmlReturn_t (*Shutdown)();
+  const char* (*ErrorString)(nvmlReturn_t);
+  nvmlReturn_t (*GetCount)(unsigned int*);
+  nvmlReturn_t (*GetHandleByIndex)(unsigned int, nvmlDevice_t*);
+  nvmlReturn_t (*GetName)(nvmlDevice_t, char*, unsigned int);
+  nvmlReturn_t (*GetSupportedMemoryClocks)(nvmlDevice_t, unsigned int*, unsigned int*);
+  nvmlReturn_t (*GetSupportedGraphicsClocks)(nvmlDevice_t, unsigned int, unsigned int*, unsigned int*);
+  nvmlReturn_t (*SetGpuLockedClocks)(nvmlDevice_t, unsigned int, unsigned int);
+  nvmlReturn_t (*ResetGpuLockedClocks)(nvmlDevice_t);
+  nvmlReturn_t (*SetPowerManagementLimit)(nvmlDevice_t, unsigned int);
+  nvmlReturn_t (*GetPowerManagementLimit)(nvmlDevice_t, unsigned int*);
+  nvmlReturn_t (*GetPowerManagementLimitConstraints)(nvmlDevice_t, unsigned int*, unsigned int*);
+  nvmlReturn_t (*GetTotalEnergyConsumption)(nvmlDevice_t, unsigned long long*);
+  nvmlReturn_t (*GetPowerUsage)(nvmlDevice_t, unsigned int*);
+  nvmlReturn_t (*GetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t*);
+  nvmlReturn_t (*GetClockInfo)(nvmlDevice_t, int, unsigned int*);
+};
+
+struct NvmlGpuControl::Gpu {
+  nvmlDevice_t handle = nullptr;
+  std::string name;
+  std::vector<int> clocks;       // ascending
+  bool locked = false;           // this object locked its clocks
+  unsigned int original_limit_mw = 0;  // the limit before this object changed it; 0: unchanged
+};
+
+NvmlGpuControl::NvmlGpuControl() : api_(std::make_unique<Api>()) {}
+
+std::unique_ptr<NvmlGpuControl> NvmlGpuControl::Open(std::string* err, const std::string& library) {
+  std::string path = library;
+  if (path.empty()) {
+    const char* env = std::getenv("EMO_NVML_LIBRARY");
+    path = env && *env ? env : "libnvidia-ml.so.1";
+  }
+  std::unique_ptr<NvmlGpuControl> c(new NvmlGpuControl());
+  Api& a = *c->api_;
+  a.lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!a.lib) {
+    const char* why = dlerror();
+    *err = "cannot load " + path + " (is an NVIDIA driver installed?): " + (why ? why : "unknown error");
+    return nullptr;
+  }
+  bool ok = true;
+  auto bind = [&](auto* fn, const char* symbol) {
+    void* s = dlsym(a.lib, symbol);
+    if (!s && ok) {
+      *err = path + ": no function " + symbol + " (driver too old?)";
+      ok = false;
+    }
+    *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(s);
+  };
+  bind(&a.Init, "nvmlInit_v2");
+  bind(&a.Shutdown, "nvmlShutdown");
+  bind(&a.ErrorString, "nvmlErrorString");
+  bind(&a.GetCount, "nvmlDeviceGetCount_v2");
+  bind(&a.GetHandleByIndex, "nvmlDeviceGetHandleByIndex_v2");
+  bind(&a.GetName, "nvmlDeviceGetName");
+  bind(&a.GetSupportedMemoryClocks, "nvmlDeviceGetSupportedMemoryClocks");
+  bind(&a.GetSupportedGraphicsClocks, "nvmlDeviceGetSupportedGraphicsClocks");
+  bind(&a.SetGpuLockedClocks, "nvmlDeviceSetGpuLockedClocks");
+  bind(&a.ResetGpuLockedClocks, "nvmlDeviceResetGpuLockedClocks");
+  bind(&a.SetPowerManagementLimit, "nvmlDeviceSetPowerManagementLimit");
+  bind(&a.GetPowerManagementLimit, "nvmlDeviceGetPowerManagementLimit");
+  bind(&a.GetPowerManagementLimitConstraints, "nvmlDeviceGetPowerManagementLimitConstraints");
+  bind(&a.GetTotalEnergyConsumption, "nvmlDeviceGetTotalEnergyConsumption");
+  bind(&a.GetPowerUsage, "nvmlDeviceGetPowerUsage");
+  bind(&a.GetUtilizationRates, "nvmlDeviceGetUtilizationRates");
+  bind(&a.GetClockInfo, "nvmlDeviceGetClockInfo");
+  if (!ok) {
+    dlclose(a.lib);
+    a.lib = nullptr;
+    return nullptr;
+  }
+  if (nvmlReturn_t rc = a.Init(); rc != kNvmlSuccess) {
+    *err = path + ": nvmlInit: " + a.ErrorString(rc);
+    dlclose(a.lib);
+    a.lib = nullptr;
+    return nullptr;
+  }
+  unsigned int count = 0;
+  if (nvmlReturn_t rc = a.GetCount(&count); rc != kNvmlSuccess) {
+    *err = std::string("nvmlDeviceGetCount: ") + a.ErrorString(rc);
+    return nullptr;  // the destructor shuts NVML down
+  }
+  if (count == 0) {
+    *err = "NVML sees no NVIDIA GPU";
+    return nullptr;
+  }
+  for (unsigned int i = 0; i < count; ++i) {
+    Gpu g;
+    char name[96] = {};
+    if (!c->Check(-1, a.GetHandleByIndex(i, &g.handle), "nvmlDeviceGetHandleByIndex", err) ||
+        !c->Check(-1, a.GetName(g.handle, name, sizeof name), "nvmlDeviceGetName", err)) {
+      *err = "GPU " + std::to_string(i) + ": " + *err;
+      return nullptr;
+    }
+    g.name = name;
+    // Graphics clocks are listed per memory clock; the highest memory clock is the default one.
+    unsigned int mem[64], n_mem = 64, gfx[1024], n_gfx = 1024;
+    if (a.GetSupportedMemoryClocks(g.handle, &n_mem, mem) == kNvmlSuccess && n_mem > 0) {
+      const unsigned int top = *std::max_element(mem, mem + n_mem);
+      if (a.GetSupportedGraphicsClocks(g.handle, top, &n_gfx, gfx) == kNvmlSuccess)
+        g.clocks.assign(gfx, gfx + n_gfx);
+    }
+    std::sort(g.clocks.begin(), g.clocks.end());
+    g.clocks.erase(std::unique(g.clocks.begin(), g.clocks.end()), g.clocks.end());
+    c->gpus_.push_back(std::move(g));
+  }
+  return c;
+}
+
+NvmlGpuControl::~NvmlGpuControl() {
+  if (!api_->lib) return;
+  std::string ignored;
+  RestoreAll(&ignored);
+  api_->Shutdown();
+  dlclose(api_->lib);
+}
+
+bool NvmlGpuControl::Check(int gpu, int rc, const char* call, std::string* err) const {
+  if (rc == kNvmlSuccess) return true;
+  std::string where = gpu >= 0 ? "GPU " + std::to_string(gpu) + " (" + gpus_[static_cast<size_t>(gpu)].name + "): " : "";
+  *err = where + call + ": " + api_->ErrorString(rc);
+  if (rc == kNvmlErrorNoPermission) *err += " (clock and power-limit changes need root or CAP_SYS_ADMIN)";
+  if (rc == kNvmlErrorGpuIsLost) *err += " (the GPU fell off the bus)";
+  return false;
+}
+
+double NvmlGpuControl::Read(int gpu, int rc, const char* call, double value) const {
+  if (Check(gpu, rc, call, &error_)) return value;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+int NvmlGpuControl::Count() const { return static_cast<int>(gpus_.size()); }
+std::string NvmlGpuControl::Name(int gpu) const { return gpus_[static_cast<size_t>(gpu)].name; }
+std::vector<int> NvmlGpuControl::SupportedClocks(int gpu) const { return gpus_[static_cast<size_t>(gpu)].clocks; }
+
+bool NvmlGpuControl::SetLockedClock(int gpu, int mhz, std::string* err) {
+  Gpu& g = gpus_[static_cast<size_t>(gpu)];
+  const unsigned int f = static_cast<unsigned int>(std::max(mhz, 0));
+  if (!Check(gpu, api_->SetGpuLockedClocks(g.handle, f, f), "nvmlDeviceSetGpuLockedClocks", err)) return false;
+  g.locked = true;
+  return true;
+}
+
+bool NvmlGpuControl::ResetClock(int gpu, std::string* err) {
+  Gpu& g = gpus_[static_cast<size_t>(gpu)];
+  if (!Check(gpu, api_->ResetGpuLockedClocks(g.handle), "nvmlDeviceResetGpuLockedClocks", err)) return false;
+  g.locked = false;
+  return true;
+}
+
+bool NvmlGpuControl::SetPowerLimit(int gpu, double watts, std::string* err) {
+  Gpu& g = gpus_[static_cast<size_t>(gpu)];
+  unsigned int before = 0;
+  if (g.original_limit_mw == 0 &&
+      !Check(gpu, api_->GetPowerManagementLimit(g.handle, &before), "nvmlDeviceGetPowerManagementLimit", err))
+    return false;
+  const unsigned int mw = static_cast<unsigned int>(std::lround(std::max(watts, 0.0) * 1000));
+  if (!Check(gpu, api_->SetPowerManagementLimit(g.handle, mw), "nvmlDeviceSetPowerManagementLimit", err)) return false;
+  if (g.original_limit_mw == 0) g.original_limit_mw = before;
+  return true;
+}
+
+bool NvmlGpuControl::RestoreAll(std::string* err) {
+  bool ok = true;
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    Gpu& g = gpus_[i];
+    const int gpu = static_cast<int>(i);
+    std::string e;
+    if (g.locked && !ResetClock(gpu, &e) && ok) ok = false, *err = e;
+    if (g.original_limit_mw != 0) {
+      if (Check(gpu, api_->SetPowerManagementLimit(g.handle, g.original_limit_mw), "nvmlDeviceSetPowerManagementLimit", &e))
+        g.original_limit_mw = 0;
+      else if (ok)
+        ok = false, *err = e;
+    }
+  }
+  return ok;
+}
+
+double NvmlGpuControl::PowerLimitW(int gpu) const {
+  unsigned int mw = 0;
+  const int rc = api_->GetPowerManagementLimit(gpus_[static_cast<size_t>(gpu)].handle, &mw);
+  return Read(gpu, rc, "nvmlDeviceGetPowerManagementLimit", mw / 1e3);
+}
+
+void NvmlGpuControl::PowerLimitRange(int gpu, double* min_w, double* max_w) const {
+  unsigned int lo = 0, hi = 0;
+  const int rc = api_->GetPowerManagementLimitConstraints(gpus_[static_cast<size_t>(gpu)].handle, &lo, &hi);
+  *min_w = Read(gpu, rc, "nvmlDeviceGetPowerManagementLimitConstraints", lo / 1e3);
+  *max_w = rc == kNvmlSuccess ? hi / 1e3 : *min_w;
+}
+
+double NvmlGpuControl::EnergyJ(int gpu) const {
+  unsigned long long mj = 0;
+  const int rc = api_->GetTotalEnergyConsumption(gpus_[static_cast<size_t>(gpu)].handle, &mj);
+  return Read(gpu, rc, "nvmlDeviceGetTotalEnergyConsumption", static_cast<double>(mj) / 1e3);
+}
+
+double NvmlGpuControl::PowerW(int gpu) const {
+  unsigned int mw = 0;
+  const int rc = api_->GetPowerUsage(gpus_[static_cast<size_t>(gpu)].handle, &mw);
+  return Read(gpu, rc, "nvmlDeviceGetPowerUsage", mw / 1e3);
+}
+
+double NvmlGpuControl::Utilization(int gpu) const {
+  nvmlUtilization_t u{};
+  const int rc = api_->GetUtilizationRates(gpus_[static_cast<size_t>(gpu)].handle, &u);
+  return Read(gpu, rc, "nvmlDeviceGetUtilizationRates", u.gpu / 100.0);
+}
+
+double NvmlGpuControl::MemoryUtilization(int gpu) const {
+  nvmlUtilization_t u{};
+  const int rc = api_->GetUtilizationRates(gpus_[static_cast<size_t>(gpu)].handle, &u);
+  return Read(gpu, rc, "nvmlDeviceGetUtilizationRates", u.memory / 100.0);
+}
+
+double NvmlGpuControl::ClockMhz(int gpu) const {
+  unsigned int mhz = 0;
+  const int rc = api_->GetClockInfo(gpus_[static_cast<size_t>(gpu)].handle, kNvmlClockSm, &mhz);
+  return Read(gpu, rc, "nvmlDeviceGetClockInfo", mhz);
+}
+
+}  // namespace emo

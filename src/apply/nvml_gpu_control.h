@@ -1,0 +1,58 @@
+// nvml_gpu_control.h — GpuControl over NVML, the NVIDIA driver's management library, loaded with
+// dlopen at run time so that the same binary runs on machines without a driver. It remembers the
+// GPUs whose clocks or power limits it changed and restores them when destroyed or asked to.
+//
+// Telemetry reads cannot fail through the GpuControl interface: a read that NVML refuses (a GPU
+// fallen off the bus, say) returns NaN and leaves its message in error().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apply/gpu_control.h"
+
+namespace emo {
+
+class NvmlGpuControl : public GpuControl {
+ public:
+  // Loads `library` ("" = $EMO_NVML_LIBRARY, else libnvidia-ml.so.1), initialises NVML and lists
+  // the GPUs. Null with *err naming what is missing (library, function, driver, GPUs).
+  static std::unique_ptr<NvmlGpuControl> Open(std::string* err, const std::string& library = "");
+  ~NvmlGpuControl() override;  // RestoreAll(), then shuts NVML down
+  NvmlGpuControl(const NvmlGpuControl&) = delete;
+  NvmlGpuControl& operator=(const NvmlGpuControl&) = delete;
+
+  int Count() const override;
+  std::string Name(int gpu) const override;
+  std::vector<int> SupportedClocks(int gpu) const override;
+  bool SetLockedClock(int gpu, int mhz, std::string* err) override;
+  bool ResetClock(int gpu, std::string* err) override;
+  bool SetPowerLimit(int gpu, double watts, std::string* err) override;
+  double PowerLimitW(int gpu) const override;
+  void PowerLimitRange(int gpu, double* min_w, double* max_w) const override;
+  double EnergyJ(int gpu) const override;
+  double PowerW(int gpu) const override;
+  double Utilization(int gpu) const override;
+  double MemoryUtilization(int gpu) const override;
+  double ClockMhz(int gpu) const override;
+
+  // Resets every clock this object locked and restores every power limit it changed. False with
+  // *err (the first failure) when the driver refused one; the others are still attempted.
+  bool RestoreAll(std::string* err);
+  // The last telemetry read that failed, or "".
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Api;
+  struct Gpu;
+  NvmlGpuControl();
+  bool Check(int gpu, int rc, const char* call, std::string* err) const;
+  double Read(int gpu, int rc, const char* call, double value) const;
+
+  std::unique_ptr<Api> api_;
+  std::vector<Gpu> gpus_;
+  mutable std::string error_;
+};
+
+}  // namespace emo

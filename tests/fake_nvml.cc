@@ -1,0 +1,108 @@
+// fake_nvml.cc — a stand-in for libnvidia-ml.so with the functions EMO's NVML back end calls,
+// reporting and recording what fake_nvml.h holds. Return codes and units are NVML's.
+#include "fake_nvml.h"
+
+#include <cstring>
+
+namespace {
+
+emo::test::FakeNvml state;
+
+constexpr int kSuccess = 0, kInvalidArgument = 2, kNoPermission = 4, kGpuIsLost = 15;
+
+emo::test::FakeNvmlGpu* Gpu(void* handle) { return static_cast<emo::test::FakeNvmlGpu*>(handle); }
+
+// A100's supported memory clocks and, at the top one, graphics clocks 1410..210 in 15 MHz steps,
+// highest first as NVML lists them.
+const unsigned int kMemClocks[] = {1593};
+
+}  // namespace
+
+extern "C" {
+
+emo::test::FakeNvml* fake_nvml_state() { return &state; }
+
+int nvmlInit_v2() { return ++state.inits, kSuccess; }
+int nvmlShutdown() { return ++state.shutdowns, kSuccess; }
+const char* nvmlErrorString(int rc) {
+  switch (rc) {
+    case kSuccess: return "Success";
+    case kInvalidArgument: return "Invalid Argument";
+    case kNoPermission: return "Insufficient Permissions";
+    case kGpuIsLost: return "GPU is lost";
+    default: return "Unknown Error";
+  }
+}
+int nvmlDeviceGetCount_v2(unsigned int* count) { return *count = static_cast<unsigned int>(state.gpus.size()), kSuccess; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void** handle) {
+  if (i >= state.gpus.size()) return kInvalidArgument;
+  *handle = &state.gpus[i];
+  return kSuccess;
+}
+int nvmlDeviceGetName(void* h, char* name, unsigned int length) {
+  std::strncpy(name, Gpu(h)->name.c_str(), length - 1);
+  return kSuccess;
+}
+int nvmlDeviceGetSupportedMemoryClocks(void*, unsigned int* count, unsigned int* clocks) {
+  *count = 1;
+  clocks[0] = kMemClocks[0];
+  return kSuccess;
+}
+int nvmlDeviceGetSupportedGraphicsClocks(void*, unsigned int mem, unsigned int* count, unsigned int* clocks) {
+  if (mem != kMemClocks[0]) return kInvalidArgument;
+  unsigned int n = 0;
+  for (unsigned int f = 1410; f >= 210 && n < *count; f -= 15) clocks[n++] = f;
+  *count = n;
+  return kSuccess;
+}
+int nvmlDeviceSetGpuLockedClocks(void* h, unsigned int lo, unsigned int hi) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  if (state.deny) return kNoPermission;
+  Gpu(h)->locked_min = lo, Gpu(h)->locked_max = hi;
+  return kSuccess;
+}
+int nvmlDeviceResetGpuLockedClocks(void* h) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  if (state.deny) return kNoPermission;
+  Gpu(h)->locked_min = Gpu(h)->locked_max = 0;
+  return kSuccess;
+}
+int nvmlDeviceSetPowerManagementLimit(void* h, unsigned int mw) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  if (state.deny) return kNoPermission;
+  if (mw < Gpu(h)->min_mw || mw > Gpu(h)->max_mw) return kInvalidArgument;
+  Gpu(h)->limit_mw = mw;
+  return kSuccess;
+}
+int nvmlDeviceGetPowerManagementLimit(void* h, unsigned int* mw) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  return *mw = Gpu(h)->limit_mw, kSuccess;
+}
+int nvmlDeviceGetPowerManagementLimitConstraints(void* h, unsigned int* lo, unsigned int* hi) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  *lo = Gpu(h)->min_mw, *hi = Gpu(h)->max_mw;
+  return kSuccess;
+}
+int nvmlDeviceGetTotalEnergyConsumption(void* h, unsigned long long* mj) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  return *mj = Gpu(h)->energy_mj, kSuccess;
+}
+int nvmlDeviceGetPowerUsage(void* h, unsigned int* mw) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  return *mw = Gpu(h)->power_mw, kSuccess;
+}
+struct Utilization {
+  unsigned int gpu, memory;
+};
+int nvmlDeviceGetUtilizationRates(void* h, Utilization* u) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  u->gpu = Gpu(h)->util_gpu, u->memory = Gpu(h)->util_mem;
+  return kSuccess;
+}
+int nvmlDeviceGetClockInfo(void* h, int type, unsigned int* mhz) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  if (type != 1) return kInvalidArgument;  // only NVML_CLOCK_SM is faked
+  return *mhz = Gpu(h)->sm_mhz, kSuccess;
+}
+
+}  // extern "C"

@@ -1,0 +1,28 @@
+// fake_nvml.h — the state of the fake NVML library (fake_nvml.cc, built as a shared library that
+// the NVML back end loads with dlopen in tests): what the "driver" reports and what it was told.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace emo::test {
+
+struct FakeNvmlGpu {
+  std::string name = "NVIDIA A100-SXM4-80GB";
+  unsigned int locked_min = 0, locked_max = 0;  // 0: not locked
+  unsigned int limit_mw = 400000, min_mw = 100000, max_mw = 500000;
+  unsigned long long energy_mj = 123456789;
+  unsigned int power_mw = 250500, util_gpu = 87, util_mem = 41, sm_mhz = 1410;
+  bool lost = false;  // every call returns NVML_ERROR_GPU_IS_LOST
+};
+
+struct FakeNvml {
+  std::vector<FakeNvmlGpu> gpus = std::vector<FakeNvmlGpu>(2);
+  bool deny = false;  // setters return NVML_ERROR_NO_PERMISSION
+  int inits = 0, shutdowns = 0;
+};
+
+}  // namespace emo::test
+
+// Exported by the fake library: its one state (find it with dlsym).
+extern "C" emo::test::FakeNvml* fake_nvml_state();

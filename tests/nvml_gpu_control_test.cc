@@ -1,0 +1,117 @@
+// nvml_gpu_control_test.cc — the NVML back end against a fake libnvidia-ml (fake_nvml.cc) that
+// answers with NVML's codes and units: enumeration, unit conversion, clock and power-limit
+// commands, refusals and lost GPUs reported by name, and everything restored on destruction.
+#include "apply/nvml_gpu_control.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fake_nvml.h"
+
+namespace emo {
+namespace {
+
+// Keeps the fake library loaded for the test and resets its state.
+class Nvml : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    lib_ = dlopen(EMO_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(lib_, nullptr) << dlerror();
+    auto state = reinterpret_cast<test::FakeNvml* (*)()>(dlsym(lib_, "fake_nvml_state"));
+    ASSERT_NE(state, nullptr);
+    fake_ = state();
+    *fake_ = test::FakeNvml{};
+  }
+  void TearDown() override {
+    if (lib_) dlclose(lib_);
+  }
+  std::unique_ptr<NvmlGpuControl> Open() {
+    std::string err;
+    auto c = NvmlGpuControl::Open(&err, EMO_FAKE_NVML);
+    EXPECT_NE(c, nullptr) << err;
+    return c;
+  }
+  void* lib_ = nullptr;
+  test::FakeNvml* fake_ = nullptr;
+};
+
+TEST_F(Nvml, ListsGpusInTheInterfacesUnits) {
+  auto c = Open();
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(fake_->inits, 1);
+  ASSERT_EQ(c->Count(), 2);
+  EXPECT_EQ(c->Name(1), "NVIDIA A100-SXM4-80GB");
+  const std::vector<int> clocks = c->SupportedClocks(0);
+  ASSERT_EQ(clocks.size(), 81u);  // 210..1410 MHz in 15 MHz steps, ascending
+  EXPECT_EQ(clocks.front(), 210);
+  EXPECT_EQ(clocks.back(), 1410);
+  EXPECT_DOUBLE_EQ(c->EnergyJ(0), 123456.789);
+  EXPECT_DOUBLE_EQ(c->PowerW(0), 250.5);
+  EXPECT_DOUBLE_EQ(c->Utilization(0), 0.87);
+  EXPECT_DOUBLE_EQ(c->MemoryUtilization(0), 0.41);
+  EXPECT_DOUBLE_EQ(c->ClockMhz(0), 1410);
+  EXPECT_DOUBLE_EQ(c->PowerLimitW(0), 400);
+  double lo = 0, hi = 0;
+  c->PowerLimitRange(0, &lo, &hi);
+  EXPECT_DOUBLE_EQ(lo, 100);
+  EXPECT_DOUBLE_EQ(hi, 500);
+  c.reset();
+  EXPECT_EQ(fake_->shutdowns, 1);
+}
+
+TEST_F(Nvml, CommandsReachTheDriverAndAreUndoneOnDestruction) {
+  auto c = Open();
+  ASSERT_NE(c, nullptr);
+  std::string err;
+  ASSERT_TRUE(c->SetLockedClock(1, 1005, &err)) << err;
+  EXPECT_EQ(fake_->gpus[1].locked_min, 1005u);
+  EXPECT_EQ(fake_->gpus[1].locked_max, 1005u);
+  ASSERT_TRUE(c->SetPowerLimit(0, 300, &err)) << err;
+  ASSERT_TRUE(c->SetPowerLimit(0, 250, &err)) << err;
+  EXPECT_EQ(fake_->gpus[0].limit_mw, 250000u);
+  c.reset();  // restores what it changed: GPU 1 unlocked, GPU 0 back to its 400 W
+  EXPECT_EQ(fake_->gpus[1].locked_max, 0u);
+  EXPECT_EQ(fake_->gpus[0].limit_mw, 400000u);
+}
+
+TEST_F(Nvml, ResetClockUnlocksAndRestoreAllLeavesOthersAlone) {
+  fake_->gpus[0].locked_min = fake_->gpus[0].locked_max = 900;  // locked by someone else
+  auto c = Open();
+  ASSERT_NE(c, nullptr);
+  std::string err;
+  ASSERT_TRUE(c->SetLockedClock(1, 1200, &err));
+  ASSERT_TRUE(c->ResetClock(1, &err));
+  EXPECT_EQ(fake_->gpus[1].locked_max, 0u);
+  ASSERT_TRUE(c->RestoreAll(&err)) << err;
+  EXPECT_EQ(fake_->gpus[0].locked_max, 900u);  // not ours to reset
+}
+
+TEST_F(Nvml, RefusalsAndLostGpusAreNamed) {
+  auto c = Open();
+  ASSERT_NE(c, nullptr);
+  std::string err;
+  fake_->deny = true;
+  EXPECT_FALSE(c->SetLockedClock(0, 1005, &err));
+  EXPECT_EQ(err, "GPU 0 (NVIDIA A100-SXM4-80GB): nvmlDeviceSetGpuLockedClocks: Insufficient Permissions "
+                 "(clock and power-limit changes need root or CAP_SYS_ADMIN)");
+  EXPECT_EQ(fake_->gpus[0].locked_max, 0u);
+  fake_->deny = false;
+  EXPECT_FALSE(c->SetPowerLimit(0, 50, &err));  // below the 100 W minimum
+  EXPECT_NE(err.find("Invalid Argument"), std::string::npos) << err;
+  fake_->gpus[1].lost = true;
+  EXPECT_TRUE(std::isnan(c->EnergyJ(1)));
+  EXPECT_EQ(c->error(), "GPU 1 (NVIDIA A100-SXM4-80GB): nvmlDeviceGetTotalEnergyConsumption: GPU is lost "
+                        "(the GPU fell off the bus)");
+  EXPECT_DOUBLE_EQ(c->PowerW(0), 250.5);  // the other GPU still answers
+}
+
+TEST_F(Nvml, MissingLibraryIsAClearError) {
+  std::string err;
+  EXPECT_EQ(NvmlGpuControl::Open(&err, "/nonexistent/libnvidia-ml.so.1"), nullptr);
+  EXPECT_EQ(err.rfind("cannot load /nonexistent/libnvidia-ml.so.1 (is an NVIDIA driver installed?)", 0), 0u) << err;
+}
+
+}  // namespace
+}  // namespace emo

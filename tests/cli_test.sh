@@ -73,6 +73,32 @@ if [ -n "$fake_nvml" ]; then
   EMO_NVML_LIBRARY="$fake_nvml" "$emo" gpus --json >"$tmp/gpus.json" 2>"$tmp/err"
   check "gpus lists the fake driver's GPUs" python3 -c \
     "import json,sys; g=json.load(open('$tmp/gpus.json')); sys.exit(0 if len(g) == 2 and g[1]['power_limit_w'] == 400 else 1)"
+  # emo run: GEEPAFS probes and locks clocks while the command runs; every GPU ends reset.
+  last_resets() { python3 -c "
+import sys
+last = {}
+for line in open('$1'): what, gpu = line.split()[:2]; last[gpu] = what
+locks = sum(1 for line in open('$1') if line.startswith('lock'))
+sys.exit(0 if locks >= 8 and sorted(last.items()) == [('0', 'reset'), ('1', 'reset')] else 1)"; }
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --controller geepafs:period-ms=20 \
+    --measure "$tmp/run.json" -- sleep 0.4 >/dev/null 2>&1
+  check "run exits with the command's status" test $? -eq 0
+  check "run locked clocks and reset every GPU after the command" last_resets "$tmp/nvml.log"
+  check "run measures time and energy" python3 -c \
+    "import json,sys; m=json.load(open('$tmp/run.json')); sys.exit(0 if m['seconds'] >= 0.4 and len(m['per_gpu']) == 2 else 1)"
+  EMO_NVML_LIBRARY="$fake_nvml" "$emo" run -- sh -c 'exit 3' >/dev/null 2>&1
+  check "run passes the command's exit status on" test $? -eq 3
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --controller geepafs:period-ms=20 -- sleep 30 \
+    >/dev/null 2>&1 &
+  run_pid=$!
+  sleep 1
+  kill -TERM "$run_pid"
+  wait "$run_pid"
+  check "SIGTERM ends the command, not EMO (status 143)" test $? -eq 143
+  check "and the GPUs are reset after a signal" last_resets "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" "$emo" run --controller zeus-power-limit -- true >/dev/null 2>"$tmp/err"
+  check "run refuses iteration-driven methods, saying why" grep -q "step hook" "$tmp/err"
 fi
 EMO_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$emo" gpus >/dev/null 2>"$tmp/err"; rc=$?
 check "gpus without a driver exits 1" test $rc -eq 1

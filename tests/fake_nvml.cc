@@ -2,6 +2,8 @@
 // reporting and recording what fake_nvml.h holds. Return codes and units are NVML's.
 #include "fake_nvml.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -11,6 +13,18 @@ emo::test::FakeNvml state;
 constexpr int kSuccess = 0, kInvalidArgument = 2, kNoPermission = 4, kGpuIsLost = 15;
 
 emo::test::FakeNvmlGpu* Gpu(void* handle) { return static_cast<emo::test::FakeNvmlGpu*>(handle); }
+int Index(void* handle) { return static_cast<int>(Gpu(handle) - state.gpus.data()); }
+
+// Commands that took effect, one line each, appended to $FAKE_NVML_LOG when set (for tests of
+// the emo executable, whose fake driver lives in its own process).
+void Log(const char* what, void* h, unsigned int a = 0, unsigned int b = 0) {
+  const char* path = std::getenv("FAKE_NVML_LOG");
+  if (!path) return;
+  if (FILE* f = std::fopen(path, "a")) {
+    std::fprintf(f, "%s %d %u %u\n", what, Index(h), a, b);
+    std::fclose(f);
+  }
+}
 
 // A100's supported memory clocks and, at the top one, graphics clocks 1410..210 in 15 MHz steps,
 // highest first as NVML lists them.
@@ -59,12 +73,14 @@ int nvmlDeviceSetGpuLockedClocks(void* h, unsigned int lo, unsigned int hi) {
   if (Gpu(h)->lost) return kGpuIsLost;
   if (state.deny) return kNoPermission;
   Gpu(h)->locked_min = lo, Gpu(h)->locked_max = hi;
+  Log("lock", h, lo, hi);
   return kSuccess;
 }
 int nvmlDeviceResetGpuLockedClocks(void* h) {
   if (Gpu(h)->lost) return kGpuIsLost;
   if (state.deny) return kNoPermission;
   Gpu(h)->locked_min = Gpu(h)->locked_max = 0;
+  Log("reset", h);
   return kSuccess;
 }
 int nvmlDeviceSetPowerManagementLimit(void* h, unsigned int mw) {
@@ -72,11 +88,16 @@ int nvmlDeviceSetPowerManagementLimit(void* h, unsigned int mw) {
   if (state.deny) return kNoPermission;
   if (mw < Gpu(h)->min_mw || mw > Gpu(h)->max_mw) return kInvalidArgument;
   Gpu(h)->limit_mw = mw;
+  Log("limit", h, mw);
   return kSuccess;
 }
 int nvmlDeviceGetPowerManagementLimit(void* h, unsigned int* mw) {
   if (Gpu(h)->lost) return kGpuIsLost;
   return *mw = Gpu(h)->limit_mw, kSuccess;
+}
+int nvmlDeviceGetPowerManagementDefaultLimit(void* h, unsigned int* mw) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  return *mw = Gpu(h)->default_mw, kSuccess;
 }
 int nvmlDeviceGetPowerManagementLimitConstraints(void* h, unsigned int* lo, unsigned int* hi) {
   if (Gpu(h)->lost) return kGpuIsLost;

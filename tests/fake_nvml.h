@@ -10,7 +10,7 @@ namespace emo::test {
 struct FakeNvmlGpu {
   std::string name = "NVIDIA A100-SXM4-80GB";
   unsigned int locked_min = 0, locked_max = 0;  // 0: not locked
-  unsigned int limit_mw = 400000, min_mw = 100000, max_mw = 500000;
+  unsigned int limit_mw = 400000, default_mw = 400000, min_mw = 100000, max_mw = 500000;
   unsigned long long energy_mj = 123456789;
   unsigned int power_mw = 250500, util_gpu = 87, util_mem = 41, sm_mhz = 1410;
   bool lost = false;  // every call returns NVML_ERROR_GPU_IS_LOST

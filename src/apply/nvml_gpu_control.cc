@@ -42,6 +42,7 @@ struct NvmlGpuControl::Api {
   nvmlReturn_t (*SetPowerManagementLimit)(nvmlDevice_t, unsigned int);
   nvmlReturn_t (*GetPowerManagementLimit)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*GetPowerManagementLimitConstraints)(nvmlDevice_t, unsigned int*, unsigned int*);
+  nvmlReturn_t (*GetPowerManagementDefaultLimit)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*GetTotalEnergyConsumption)(nvmlDevice_t, unsigned long long*);
   nvmlReturn_t (*GetPowerUsage)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*GetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t*);
@@ -94,6 +95,7 @@ std::unique_ptr<NvmlGpuControl> NvmlGpuControl::Open(std::string* err, const std
   bind(&a.SetPowerManagementLimit, "nvmlDeviceSetPowerManagementLimit");
   bind(&a.GetPowerManagementLimit, "nvmlDeviceGetPowerManagementLimit");
   bind(&a.GetPowerManagementLimitConstraints, "nvmlDeviceGetPowerManagementLimitConstraints");
+  bind(&a.GetPowerManagementDefaultLimit, "nvmlDeviceGetPowerManagementDefaultLimit");
   bind(&a.GetTotalEnergyConsumption, "nvmlDeviceGetTotalEnergyConsumption");
   bind(&a.GetPowerUsage, "nvmlDeviceGetPowerUsage");
   bind(&a.GetUtilizationRates, "nvmlDeviceGetUtilizationRates");
@@ -209,6 +211,18 @@ bool NvmlGpuControl::RestoreAll(std::string* err) {
     }
   }
   return ok;
+}
+
+bool NvmlGpuControl::ResetToDefaults(int gpu, std::string* err) {
+  Gpu& g = gpus_[static_cast<size_t>(gpu)];
+  unsigned int mw = 0;
+  if (!Check(gpu, api_->ResetGpuLockedClocks(g.handle), "nvmlDeviceResetGpuLockedClocks", err) ||
+      !Check(gpu, api_->GetPowerManagementDefaultLimit(g.handle, &mw), "nvmlDeviceGetPowerManagementDefaultLimit", err) ||
+      !Check(gpu, api_->SetPowerManagementLimit(g.handle, mw), "nvmlDeviceSetPowerManagementLimit", err))
+    return false;
+  g.locked = false;
+  g.original_limit_mw = 0;
+  return true;
 }
 
 double NvmlGpuControl::PowerLimitW(int gpu) const {

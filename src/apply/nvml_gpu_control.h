@@ -40,6 +40,9 @@ class NvmlGpuControl : public GpuControl {
   // Resets every clock this object locked and restores every power limit it changed. False with
   // *err (the first failure) when the driver refused one; the others are still attempted.
   bool RestoreAll(std::string* err);
+  // Unlocks the GPU's clocks and sets its power limit to the default, whoever changed them (the
+  // recovery after a process that held them died).
+  bool ResetToDefaults(int gpu, std::string* err);
   // The last telemetry read that failed, or "".
   const std::string& error() const { return error_; }
 

@@ -17,6 +17,18 @@ int RunGpus(const GpusOptions& opt) {
     fmt::print(stderr, "emo gpus: {}\n", err);
     return 1;
   }
+  if (opt.reset) {
+    int failed = 0;
+    for (int g = 0; g < nvml->Count(); ++g) {
+      if (nvml->ResetToDefaults(g, &err)) {
+        fmt::print("GPU {}: clocks unlocked, power limit {:.0f} W\n", g, nvml->PowerLimitW(g));
+      } else {
+        fmt::print(stderr, "emo gpus: {}\n", err);
+        ++failed;
+      }
+    }
+    return failed ? 1 : 0;
+  }
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   for (int g = 0; g < nvml->Count(); ++g) {
     const std::vector<int> clocks = nvml->SupportedClocks(g);

@@ -1,10 +1,12 @@
-// gpus.h — `emo gpus`: what NVML reports of this machine's GPUs (read only).
+// gpus.h — `emo gpus`: what NVML reports of this machine's GPUs; with --reset, every GPU back to
+// its default clocks and power limit.
 #pragma once
 
 namespace emo {
 
 struct GpusOptions {
   bool json = false;
+  bool reset = false;  // unlock clocks and restore default power limits instead of listing
 };
 
 // Returns the process exit code; errors go to stderr as one line.

@@ -5,6 +5,7 @@
 
 #include "cli/analyze.h"
 #include "cli/gpus.h"
+#include "cli/run.h"
 #include "cli/sim.h"
 
 int main(int argc, char** argv) {
@@ -40,6 +41,16 @@ int main(int argc, char** argv) {
   CLI::App* gp = app.add_subcommand("gpus", "List this machine's NVIDIA GPUs as EMO's NVML back end sees them: clocks, "
                                             "power, limits, energy counter, utilisation (read only)");
   gp->add_flag("--json", gpus.json, "print a JSON array instead of text");
+  gp->add_flag("--reset", gpus.reset,
+               "unlock every GPU's clocks and restore its default power limit (recovery; needs root)");
+
+  emo::RunOptions run;
+  CLI::App* r = app.add_subcommand("run", "Run a command on this machine's GPUs, optionally under an online method, "
+                                          "and report its time and energy from the GPUs' counters; clocks are "
+                                          "restored afterwards");
+  r->add_option("--controller", run.controller, "online method: geepafs[:p=P,min-mhz=F,...]");
+  r->add_option("--measure", run.measure_out, "write the measurement JSON (seconds, energy_j, per-GPU energy)");
+  r->add_option("command", run.command, "the command, after --")->required();
 
   CLI11_PARSE(app, argc, argv);
   if (a->parsed()) {
@@ -48,5 +59,6 @@ int main(int argc, char** argv) {
   }
   if (s->parsed()) return emo::RunSim(sim);
   if (gp->parsed()) return emo::RunGpus(gpus);
+  if (r->parsed()) return emo::RunCommand(run);
   return 0;
 }

@@ -1,0 +1,19 @@
+// run.h — `emo run`: run a command on this machine's GPUs under an online method (through NVML),
+// measure its time and energy from the GPUs' counters, and restore the clocks afterwards.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace emo {
+
+struct RunOptions {
+  std::vector<std::string> command;  // program and arguments
+  std::string controller;            // "" (measure only) or a tick-driven method, e.g. "geepafs:p=0.9"
+  std::string measure_out;           // measurement JSON, optional
+};
+
+// Returns the command's exit status (or 1 when EMO itself failed; 128+N when a signal N ended it).
+int RunCommand(const RunOptions& opt);
+
+}  // namespace emo

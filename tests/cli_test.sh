@@ -97,8 +97,26 @@ sys.exit(0 if locks >= 8 and sorted(last.items()) == [('0', 'reset'), ('1', 'res
   wait "$run_pid"
   check "SIGTERM ends the command, not EMO (status 143)" test $? -eq 143
   check "and the GPUs are reset after a signal" last_resets "$tmp/nvml.log"
-  EMO_NVML_LIBRARY="$fake_nvml" "$emo" run --controller zeus-power-limit -- true >/dev/null 2>"$tmp/err"
-  check "run refuses iteration-driven methods, saying why" grep -q "step hook" "$tmp/err"
+  # Iteration-driven methods hear the command's steps through $EMO_STEP_SOCKET.
+  cat >"$tmp/steps.py" <<'PY'
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+for _ in range(int(sys.argv[1])):
+    s.sendto(b"step", os.environ["EMO_STEP_SOCKET"])
+    time.sleep(0.01)
+PY
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --measure "$tmp/zrun.json" \
+    --controller zeus-power-limit:warmup=1,profile=1,step-w=100 -- python3 "$tmp/steps.py" 20 >/dev/null 2>&1
+  check "zeus-power-limit on hardware profiles 5 limits from 20 steps" python3 -c \
+    "import json,sys; m=json.load(open('$tmp/zrun.json')); sys.exit(0 if m['iterations'] == 20 and m['zeus_power_limit']['done'] and len(m['zeus_power_limit']['profiled']) == 5 else 1)"
+  check "and leaves every GPU at its original 400 W" bash -c "grep '^limit 0' '$tmp/nvml.log' | tail -1 | grep -q ' 400000 ' && grep '^limit 1' '$tmp/nvml.log' | tail -1 | grep -q ' 400000 '"
+  printf '{"gpus": [{"gpu": 1, "changes": [{"t_ms": 0, "mhz": 1005}]}]}' >"$tmp/p1.json"
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --policy "$tmp/p1.json" \
+    -- python3 "$tmp/steps.py" 3 >/dev/null 2>&1
+  check "a policy locks GPU 1 at each step and is reset at the end" bash -c \
+    "test \$(grep -c '^lock 1 1005' '$tmp/nvml.log') -eq 3 && tail -1 '$tmp/nvml.log' | grep -q '^reset 1'"
 fi
 EMO_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$emo" gpus >/dev/null 2>"$tmp/err"; rc=$?
 check "gpus without a driver exits 1" test $rc -eq 1

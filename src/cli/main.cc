@@ -48,7 +48,10 @@ int main(int argc, char** argv) {
   CLI::App* r = app.add_subcommand("run", "Run a command on this machine's GPUs, optionally under an online method, "
                                           "and report its time and energy from the GPUs' counters; clocks are "
                                           "restored afterwards");
-  r->add_option("--controller", run.controller, "online method: geepafs[:p=P,min-mhz=F,...]");
+  r->add_option("--controller", run.controller,
+                 "online method: geepafs[:...] or zeus-power-limit[:...] (the latter needs iteration starts: the "
+                 "command sends a datagram to the Unix socket $EMO_STEP_SOCKET as each begins)");
+  r->add_option("--policy", run.policy, "frequency policy JSON, played at every iteration start ($EMO_STEP_SOCKET)");
   r->add_option("--measure", run.measure_out, "write the measurement JSON (seconds, energy_j, per-GPU energy)");
   r->add_option("command", run.command, "the command, after --")->required();
 

@@ -1,5 +1,6 @@
-// run.h — `emo run`: run a command on this machine's GPUs under an online method (through NVML),
-// measure its time and energy from the GPUs' counters, and restore the clocks afterwards.
+// run.h — `emo run`: run a command on this machine's GPUs under an online method or a frequency
+// policy (through NVML), measure its time and energy from the GPUs' counters, and restore the
+// clocks afterwards.
 #pragma once
 
 #include <string>
@@ -9,7 +10,8 @@ namespace emo {
 
 struct RunOptions {
   std::vector<std::string> command;  // program and arguments
-  std::string controller;            // "" (measure only) or a tick-driven method, e.g. "geepafs:p=0.9"
+  std::string controller;            // "" or an online method, e.g. "geepafs:p=0.9"
+  std::string policy;                // frequency policy JSON, optional
   std::string measure_out;           // measurement JSON, optional
 };
 

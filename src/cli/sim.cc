@@ -2,7 +2,6 @@
 #include "cli/sim.h"
 
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,9 +10,7 @@
 
 #include "apply/policy.h"
 #include "apply/sim_gpu_control.h"
-#include "online/geepafs.h"
-#include "online/method_options.h"
-#include "online/zeus_power_limit.h"
+#include "cli/online_method.h"
 #include "sim/device_spec.h"
 #include "sim/engine.h"
 #include "sim/workload.h"
@@ -43,23 +40,10 @@ int RunSim(const SimOptions& opt) {
     fmt::print(stderr, "emo sim: {}\n", err);
     return 1;
   }
-  MethodOptions method;
-  ZeusPowerLimitOptions zeus_options;
-  GeepafsOptions geepafs_options;
-  if (!opt.controller.empty()) {
-    bool ok = SplitMethodSpec(opt.controller, &method, &err);
-    if (ok && method.name == "zeus-power-limit") {
-      ok = ParseZeusPowerLimitOptions(method, &zeus_options, &err);
-    } else if (ok && method.name == "geepafs") {
-      ok = ParseGeepafsOptions(method, &geepafs_options, &err);
-    } else if (ok) {
-      ok = false;
-      err = "unknown method '" + method.name + "' (zeus-power-limit, geepafs)";
-    }
-    if (!ok) {
-      fmt::print(stderr, "emo sim: --controller: {}\n", err);
-      return 1;
-    }
+  OnlineMethod method;
+  if (!method.Parse(opt.controller, &err)) {
+    fmt::print(stderr, "emo sim: --controller: {}\n", err);
+    return 1;
   }
   // By default the first iteration warms up (and lets a policy's first clock change land);
   // measurement covers the rest, read from the energy counters as a user would read NVML.
@@ -76,20 +60,12 @@ int RunSim(const SimOptions& opt) {
   sim::Engine engine(program, eo);
   SimGpuControl gpus(&engine);
   PolicyPlayer player(policy, &gpus, [&](double t, std::function<void(double)> fn) { engine.At(t, std::move(fn)); });
-  std::unique_ptr<ZeusPowerLimitOptimizer> zeus;
-  std::unique_ptr<Geepafs> geepafs;
-  std::vector<Controller*> controllers{&player};
-  if (method.name == "zeus-power-limit") {
-    zeus = std::make_unique<ZeusPowerLimitOptimizer>(&gpus, zeus_options);
-    controllers.push_back(zeus.get());
-  } else if (method.name == "geepafs") {
-    geepafs = std::make_unique<Geepafs>(&gpus, geepafs_options);
-    controllers.push_back(geepafs.get());
-  }
-  if (!controllers.back()->error().empty()) {
-    fmt::print(stderr, "emo sim: {}: {}\n", opt.controller, controllers.back()->error());
+  if (!method.Build(&gpus, &err)) {
+    fmt::print(stderr, "emo sim: {}\n", err);
     return 1;
   }
+  std::vector<Controller*> controllers{&player};
+  if (method.controller()) controllers.push_back(method.controller());
   for (Controller* c : controllers) AttachController(&engine, c);
   std::vector<double> e0(static_cast<size_t>(engine.gpus()), 0.0);
   double t0 = 0;
@@ -121,29 +97,8 @@ int RunSim(const SimOptions& opt) {
   }
   fmt::print("{} on {} x {}: {} iterations ({} measured), {:.3f} ms and {:.2f} J per iteration\n", program.name,
              engine.gpus(), program.device, opt.iterations, measured, iteration_ms, total);
-  nlohmann::ordered_json zeus_report;
-  if (zeus) {
-    nlohmann::ordered_json profiled = nlohmann::ordered_json::array();
-    for (const auto& x : zeus->measurements())
-      profiled.push_back({{"limit_w", x.limit_w}, {"energy_j", x.energy_j}, {"time_s", x.time_s}});
-    const bool done = zeus->state() == ZeusPowerLimitOptimizer::State::kDone;
-    zeus_report = {{"done", done}, {"optimum_w", done ? nlohmann::ordered_json(zeus->optimum_w()) : nullptr},
-                   {"candidates", zeus->candidates_w().size()}, {"profiled", profiled}};
-    if (done)
-      fmt::print("zeus-power-limit: profiled {} limits, chose {:.0f} W\n", profiled.size(), zeus->optimum_w());
-    else
-      fmt::print("zeus-power-limit: profiled {} of {} limits before the run ended (each takes {} iterations)\n",
-                 profiled.size(), zeus->candidates_w().size(), zeus_options.warmup_steps + zeus_options.profile_steps);
-  }
-  nlohmann::ordered_json geepafs_report;
-  if (geepafs) {
-    geepafs_report = nlohmann::ordered_json::array();
-    for (int g = 0; g < engine.gpus(); ++g) {
-      geepafs_report.push_back({{"gpu", g}, {"probes_mhz", geepafs->probes_mhz(g)}, {"choices_mhz", geepafs->choices(g)}});
-      fmt::print("geepafs: GPU {} probed {} and chose {}\n", g, fmt::join(geepafs->probes_mhz(g), "/"),
-                 geepafs->choices(g).empty() ? std::string("nothing yet") : fmt::format("{}", fmt::join(geepafs->choices(g), ", ")));
-    }
-  }
+  nlohmann::ordered_json found;
+  method.Report(engine.gpus(), &found);
 
   if (!opt.trace_out.empty()) {
     const Trace& t = engine.trace();
@@ -177,11 +132,10 @@ int RunSim(const SimOptions& opt) {
     m["seed"] = opt.seed;
     m["policy"] = opt.policy.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.policy);
     m["controller"] = opt.controller.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.controller);
-    if (zeus) m["zeus_power_limit"] = zeus_report;
-    if (geepafs) m["geepafs"] = geepafs_report;
     m["iteration_ms"] = iteration_ms;
     m["energy_j"] = total;
     m["per_gpu"] = per_gpu;
+    for (const auto& [key, value] : found.items()) m[key] = value;
     std::ofstream f(opt.measure_out);
     f << m.dump(2) << "\n";
     if (!f) {

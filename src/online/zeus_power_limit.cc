@@ -66,22 +66,22 @@ void ZeusPowerLimitOptimizer::SetLimit(double watts) {
 }
 
 void ZeusPowerLimitOptimizer::OnIterationStart(int /*iteration*/, double now_ns) {
-  auto start_warmup = [&] {
-    SetLimit(limits_[current_]);
-    state_ = State::kWarmup;
-    steps_ = o_.warmup_steps;
-  };
   auto start_profiling = [&] {
     state_ = State::kProfiling;
     steps_ = o_.profile_steps;
     window_e0_ = EnergyJ();
     window_t0_ = now_ns;
   };
+  auto start_warmup = [&] {
+    SetLimit(limits_[current_]);
+    state_ = State::kWarmup;
+    steps_ = o_.warmup_steps;
+    if (steps_ == 0) start_profiling();  // no warm-up steps: this step is the window's first
+  };
   switch (state_) {
     case State::kReady:
       if (--steps_ > 0) return;
       start_warmup();
-      if (steps_ == 0) start_profiling();  // no warm-up steps: this step is the window's first
       return;
     case State::kWarmup:
       if (--steps_ == 0) start_profiling();
@@ -96,7 +96,6 @@ void ZeusPowerLimitOptimizer::OnIterationStart(int /*iteration*/, double now_ns)
         return;
       }
       start_warmup();
-      if (steps_ == 0) start_profiling();
       return;
     case State::kDone:
       return;

@@ -85,7 +85,7 @@ sys.exit(0 if locks >= 8 and sorted(last.items()) == [('0', 'reset'), ('1', 'res
   check "run exits with the command's status" test $? -eq 0
   check "run locked clocks and reset every GPU after the command" last_resets "$tmp/nvml.log"
   check "run measures time and energy" python3 -c \
-    "import json,sys; m=json.load(open('$tmp/run.json')); sys.exit(0 if m['seconds'] >= 0.4 and len(m['per_gpu']) == 2 else 1)"
+    "import json,sys; m=json.load(open('$tmp/run.json')); sys.exit(0 if m['window_s'] >= 0.4 and len(m['per_gpu']) == 2 else 1)"
   EMO_NVML_LIBRARY="$fake_nvml" "$emo" run -- sh -c 'exit 3' >/dev/null 2>&1
   check "run passes the command's exit status on" test $? -eq 3
   rm -f "$tmp/nvml.log"

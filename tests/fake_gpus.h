@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "apply/gpu_control.h"
+#include "device/gpu_control.h"
 
 namespace emo {
 
@@ -37,16 +37,21 @@ class FakeGpus : public GpuControl {
     limit[static_cast<size_t>(gpu)] = watts;
     return true;
   }
-  double PowerLimitW(int gpu) const override { return limit[static_cast<size_t>(gpu)]; }
-  void PowerLimitRange(int, double* min_w, double* max_w) const override {
+  bool Offers(Reading r) const override { return r != missing; }
+  std::optional<double> PowerLimitW(int gpu) const override { return Get(Reading::kPowerLimit, limit, gpu); }
+  bool PowerLimitRange(int, double* min_w, double* max_w) const override {
     *min_w = min_w_;
     *max_w = max_w_;
+    return true;
   }
-  double EnergyJ(int gpu) const override { return energy[static_cast<size_t>(gpu)]; }
-  double PowerW(int gpu) const override { return power[static_cast<size_t>(gpu)]; }
-  double Utilization(int gpu) const override { return util[static_cast<size_t>(gpu)]; }
-  double MemoryUtilization(int gpu) const override { return mem_util[static_cast<size_t>(gpu)]; }
-  double ClockMhz(int gpu) const override { return clock[static_cast<size_t>(gpu)]; }
+  std::optional<double> EnergyJ(int gpu) const override { return Get(Reading::kEnergy, energy, gpu); }
+  std::optional<double> PowerW(int gpu) const override { return Get(Reading::kPower, power, gpu); }
+  std::optional<double> Utilization(int gpu) const override { return Get(Reading::kUtilization, util, gpu); }
+  std::optional<double> MemoryUtilization(int gpu) const override {
+    return Get(Reading::kMemoryUtilization, mem_util, gpu);
+  }
+  std::optional<double> ClockMhz(int gpu) const override { return Get(Reading::kClock, clock, gpu); }
+  std::string error() const override { return failing ? "GPU fell off the bus" : ""; }
 
   // Commands of one kind to one GPU.
   std::vector<Command> Sent(Command::What what, int gpu) const {
@@ -58,6 +63,8 @@ class FakeGpus : public GpuControl {
 
   int step = 0;         // the test's notion of time (a training step or a tick)
   bool refuse = false;  // every command fails, as without permission
+  bool failing = false;  // every read fails, as after a GPU is lost
+  Reading missing = static_cast<Reading>(-1);  // a reading this back end does not offer, as zeusd's utilisation
   std::vector<Command> commands;
   std::vector<double> energy, power, util, mem_util, clock, limit;
 
@@ -69,6 +76,10 @@ class FakeGpus : public GpuControl {
     }
     commands.push_back(c);
     return true;
+  }
+  std::optional<double> Get(Reading r, const std::vector<double>& v, int gpu) const {
+    if (failing || r == missing) return std::nullopt;
+    return v[static_cast<size_t>(gpu)];
   }
   std::string name_;
   std::vector<int> clocks_;

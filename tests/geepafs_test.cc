@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "apply/sim_gpu_control.h"
+#include "apply/measurement.h"
+#include "sim/sim_gpu_control.h"
 #include "fake_gpus.h"
 #include "sim/engine.h"
 #include "sim/workload.h"
@@ -164,20 +165,17 @@ TEST(Geepafs, SavesEnergyInSimulation) {
     eo.iterations = 12;
     eo.record_trace = false;
     sim::Engine e(program, eo);
-    SimGpuControl gpus(&e);
+    sim::SimGpuControl gpus(&e);
+    sim::SimHost host(&e);
     Geepafs c(&gpus, GeepafsOptions{});
-    if (with_geepafs) AttachController(&e, &c);
-    double t0 = 0, e0 = 0;
-    e.OnIterationStart([&](int it, double now) {
-      if (it != 6) return;  // after the start-up probe (1.8 s) and the choice
-      t0 = now;
-      for (int g = 0; g < gpus.Count(); ++g) e0 += gpus.EnergyJ(g);
-    });
+    if (with_geepafs) host.Add(&c);
+    Meter meter(&gpus, 6);  // after the start-up probe (1.8 s) and the choice
+    host.Add(&meter);
     ASSERT_TRUE(e.Run(&err)) << err;
-    double e1 = 0;
-    for (int g = 0; g < gpus.Count(); ++g) e1 += gpus.EnergyJ(g);
-    *ms = (e.end_ns() - t0) / 6e6;
-    *joules = (e1 - e0) / 6;
+    Measurement m;
+    ASSERT_TRUE(meter.Close(e.end_ns(), &m, &err)) << err;
+    *ms = m.iteration_ms();
+    *joules = m.iteration_energy_j();
     *choices = c.choices(0);
   };
   double base_ms = 0, base_j = 0, ms = 0, j = 0;

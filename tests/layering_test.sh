@@ -1,13 +1,82 @@
 #!/usr/bin/env bash
-# layering_test.sh — keeps the simulator honest: outside src/sim, only the simulator's own
-# adapters (apply/sim_gpu_control.h) and the command line may include simulator headers, so no
-# stage of the pipeline can read a kernel's hidden characteristics.
-# Usage: layering_test.sh SRC_DIR
+# layering_test.sh — keeps the simulator honest: no pipeline stage may see it. Three checks:
+#   sources  outside src/sim, only src/cli/sim.cc (the command that hosts the simulator) may include
+#            a simulator header or name sim:: or a kernel's hidden traits;
+#   symbols  no pipeline library (libemo_<stage>.a) defines or references an emo::sim:: symbol;
+#   links    every pipeline library links whole into a shared library with -Wl,--no-undefined
+#            (the *_linkcheck targets of CMakeLists.txt, built with everything else).
+# With --violation it runs the same checks on a deliberate violation (tests/layering_violation.cc,
+# in a copy of the sources and as its own library) and succeeds only if every check catches it.
+# Usage: layering_test.sh [--violation] SRC_DIR BUILD_DIR
 set -u
+violation=0
+if [ "${1:-}" = --violation ]; then violation=1; shift; fi
 src=$1
-bad=$(grep -rln --include='*.h' --include='*.cc' '#include "sim/' "$src" \
-      | grep -v -E "^$src/(sim/|cli/|apply/sim_gpu_control\.h$)")
-if [ -n "$bad" ]; then
-  echo "FAIL: these files include simulator headers:"; echo "$bad"; exit 1
+build=$2
+stages="util trace graph pack device apply online"
+
+# Files under $1 that name the simulator outside the allowed places (comments stripped).
+check_sources() {
+  local root=$1 bad=""
+  while IFS= read -r f; do
+    case "$f" in "$root"/sim/*|"$root"/cli/sim.cc) continue ;; esac
+    if sed 's://.*$::' "$f" | grep -q -E '#include "sim/|\bsim::|KernelTraits|\.traits\b'; then bad="$bad $f"; fi
+  done < <(find "$root" -name '*.h' -o -name '*.cc')
+  [ -z "$bad" ] || { echo "sources naming the simulator:$bad"; return 1; }
+}
+
+# Libraries (paths) that define or reference emo::sim:: symbols.
+check_symbols() {
+  local bad=""
+  for lib in "$@"; do
+    [ -f "$lib" ] || { echo "missing library $lib"; return 1; }
+    if nm -C "$lib" 2>/dev/null | grep -q 'emo::sim::'; then bad="$bad $lib"; fi
+  done
+  [ -z "$bad" ] || { echo "libraries with simulator symbols:$bad"; return 1; }
+}
+
+if [ $violation = 0 ]; then
+  fail=0
+  check_sources "$src" || fail=1
+  libs=()
+  for s in $stages; do libs+=("$build/libemo_$s.a"); done
+  check_symbols "${libs[@]}" || fail=1
+  if [ -f "$build/libemo_graph_linkcheck.so" ]; then
+    for s in $stages; do
+      [ -f "$build/libemo_${s}_linkcheck.so" ] || { echo "stage $s did not link on its own"; fail=1; }
+    done
+  else
+    echo "note: no link checks in this build (sanitizer or fuzzer build)"
+  fi
+  [ $fail = 0 ] || { echo FAIL; exit 1; }
+  echo "ok: no pipeline stage names, references or links the simulator"
+  exit 0
 fi
-echo "ok: no pipeline stage includes the simulator"
+
+# The failing case: each check must catch tests/layering_violation.cc.
+caught=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp -r "$src" "$tmp/src"
+cp "$(dirname "$0")/layering_violation.cc" "$tmp/src/graph/violation.cc"
+if check_sources "$tmp/src" >/dev/null; then echo "FAIL: the source check missed the violation"; else caught=$((caught + 1)); fi
+cmake --build "$build" --target emo_layering_violation >"$tmp/lib.log" 2>&1 || { cat "$tmp/lib.log"; exit 1; }
+if check_symbols "$build/libemo_layering_violation.a" >/dev/null; then
+  echo "FAIL: the symbol check missed the violation"
+else
+  caught=$((caught + 1))
+fi
+if [ -f "$build/libemo_graph_linkcheck.so" ]; then
+  if cmake --build "$build" --target emo_layering_violation_linkcheck >"$tmp/link.log" 2>&1; then
+    echo "FAIL: the violation linked"
+  elif grep -q 'undefined reference to .emo::sim::' "$tmp/link.log"; then
+    caught=$((caught + 1))
+  else
+    echo "FAIL: the link failed for another reason:"; tail -20 "$tmp/link.log"
+  fi
+  expected=3
+else
+  expected=2
+fi
+[ $caught = $expected ] || exit 1
+echo "ok: all $caught checks caught the deliberate violation"

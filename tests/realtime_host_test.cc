@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "apply/policy.h"
+#include "apply/policy_player.h"
 #include "fake_gpus.h"
 
 namespace emo {
@@ -46,7 +46,8 @@ TEST(RealtimeHost, TicksIterationsTimersAndFinish) {
   std::vector<std::pair<int, double>> fired;  // (timer id, time run); read after Stop()
   std::atomic<int> n_fired{0};
   {
-    RealtimeHost host({&r});
+    RealtimeHost host;
+    host.Add(&r);
     host.Start();
     SleepMs(10);
     for (int i = 0; i < 3; ++i) {
@@ -81,10 +82,9 @@ TEST(RealtimeHost, PlaysAPolicyAndResetsTheClockOnStop) {
   FakeGpus gpus(1, "A100-SXM4-80GB", {1005, 1410}, 100, 500);
   FrequencyPolicy policy;
   policy.gpus.push_back({0, {{0, 1410}, {1, 1005}}});
-  RealtimeHost* host_ptr = nullptr;
-  PolicyPlayer player(policy, &gpus, [&](double t, std::function<void(double)> fn) { host_ptr->At(t, std::move(fn)); });
-  RealtimeHost host({&player});
-  host_ptr = &host;
+  PolicyPlayer player(policy, &gpus);
+  RealtimeHost host;
+  host.Add(&player);
   host.Start();
   host.IterationStart();
   // Poll the commands on the host thread (the fake is not thread-safe) until both changes are in.

@@ -9,7 +9,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "apply/sim_gpu_control.h"
+#include "apply/measurement.h"
+#include "sim/sim_gpu_control.h"
 #include "graph/analysis.h"
 #include "graph/builder.h"
 #include "sim/device_spec.h"
@@ -59,6 +60,7 @@ Measured Measure(const Program& p, int iterations, const std::vector<int>& clock
   o.record_trace = false;
   Engine e(p, o);
   SimGpuControl gpus(&e);
+  SimHost host(&e);
   for (int g = 0; uncapped && g < gpus.Count(); ++g) {
     std::string err;
     EXPECT_TRUE(gpus.SetPowerLimit(g, FindDevice(p.device)->power_limit_max_w, &err)) << err;
@@ -69,17 +71,13 @@ Measured Measure(const Program& p, int iterations, const std::vector<int>& clock
       EXPECT_TRUE(gpus.SetLockedClock(static_cast<int>(g), clocks[g], &err)) << err;
     }
   }
-  double t0 = 0, e0 = 0;
-  e.OnIterationStart([&](int it, double now) {
-    if (it != 1) return;
-    t0 = now;
-    for (int g = 0; g < gpus.Count(); ++g) e0 += gpus.EnergyJ(g);
-  });
+  Meter meter(&gpus, 1);
+  host.Add(&meter);
   std::string err;
   EXPECT_TRUE(e.Run(&err)) << err;
-  double e1 = 0;
-  for (int g = 0; g < gpus.Count(); ++g) e1 += gpus.EnergyJ(g);
-  return {(e.end_ns() - t0) / 1e6 / (iterations - 1), (e1 - e0) / (iterations - 1)};
+  Measurement m;
+  EXPECT_TRUE(meter.Close(e.end_ns(), &m, &err)) << err;
+  return {m.iteration_ms(), m.iteration_energy_j()};
 }
 
 class Kinds : public ::testing::TestWithParam<const char*> {};

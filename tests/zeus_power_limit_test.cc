@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "apply/sim_gpu_control.h"
+#include "apply/measurement.h"
+#include "sim/sim_gpu_control.h"
 #include "fake_gpus.h"
 #include "sim/engine.h"
 #include "sim/workload.h"
@@ -150,19 +151,16 @@ TEST(ZeusPowerLimit, SimulatedChoiceMatchesAnOfflineSweep) {
     eo.iterations = 6;
     eo.record_trace = false;
     sim::Engine e(program, eo);
-    SimGpuControl gpus(&e);
+    sim::SimGpuControl gpus(&e);
+    sim::SimHost host(&e);
     for (int g = 0; g < gpus.Count(); ++g) ASSERT_TRUE(gpus.SetPowerLimit(g, limit, &err));
-    double e0 = 0, t0 = 0;
-    e.OnIterationStart([&](int it, double now) {
-      if (it != 1) return;
-      t0 = now;
-      for (int g = 0; g < gpus.Count(); ++g) e0 += gpus.EnergyJ(g);
-    });
+    Meter meter(&gpus, 1);
+    host.Add(&meter);
     ASSERT_TRUE(e.Run(&err)) << err;
-    double e1 = 0;
-    for (int g = 0; g < gpus.Count(); ++g) e1 += gpus.EnergyJ(g);
+    Measurement m;
+    ASSERT_TRUE(meter.Close(e.end_ns(), &m, &err)) << err;
     if (p_max == 0) p_max = limit * gpus.Count();
-    offline[limit] = (0.5 * (e1 - e0) + 0.5 * p_max * (e.end_ns() - t0) / 1e9) / 5;
+    offline[limit] = (0.5 * m.energy_j + 0.5 * p_max * m.window_s) / m.iterations;
   }
   double best = 500;
   for (const auto& [limit, cost] : offline)
@@ -172,13 +170,14 @@ TEST(ZeusPowerLimit, SimulatedChoiceMatchesAnOfflineSweep) {
   eo.iterations = 9 * per_limit + 4;
   eo.record_trace = false;
   sim::Engine e(program, eo);
-  SimGpuControl gpus(&e);
+  sim::SimGpuControl gpus(&e);
+  sim::SimHost host(&e);
   ZeusPowerLimitOptimizer z(&gpus, o);
-  AttachController(&e, &z);
+  host.Add(&z);
   ASSERT_TRUE(e.Run(&err)) << err;
   ASSERT_EQ(z.state(), ZeusPowerLimitOptimizer::State::kDone);
   EXPECT_TRUE(z.error().empty()) << z.error();
-  EXPECT_EQ(gpus.PowerLimitW(0), z.optimum_w());
+  EXPECT_EQ(gpus.PowerLimitW(0), std::optional<double>(z.optimum_w()));
   EXPECT_LE(offline[z.optimum_w()], 1.01 * offline[best]) << "online " << z.optimum_w() << " W, offline " << best << " W";
   // The A100's GEMMs draw more than the lowest limits allow: those limits cost time, and the
   // optimum is neither the lowest limit nor, for η = 0.5, far from the offline one.

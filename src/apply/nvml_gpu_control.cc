@@ -160,9 +160,9 @@ bool NvmlGpuControl::Check(int gpu, int rc, const char* call, std::string* err) 
   return false;
 }
 
-double NvmlGpuControl::Read(int gpu, int rc, const char* call, double value) const {
+std::optional<double> NvmlGpuControl::Read(int gpu, int rc, const char* call, double value) const {
   if (Check(gpu, rc, call, &error_)) return value;
-  return std::numeric_limits<double>::quiet_NaN();
+  return std::nullopt;
 }
 
 int NvmlGpuControl::Count() const { return static_cast<int>(gpus_.size()); }
@@ -225,44 +225,46 @@ bool NvmlGpuControl::ResetToDefaults(int gpu, std::string* err) {
   return true;
 }
 
-double NvmlGpuControl::PowerLimitW(int gpu) const {
+std::optional<double> NvmlGpuControl::PowerLimitW(int gpu) const {
   unsigned int mw = 0;
   const int rc = api_->GetPowerManagementLimit(gpus_[static_cast<size_t>(gpu)].handle, &mw);
   return Read(gpu, rc, "nvmlDeviceGetPowerManagementLimit", mw / 1e3);
 }
 
-void NvmlGpuControl::PowerLimitRange(int gpu, double* min_w, double* max_w) const {
+bool NvmlGpuControl::PowerLimitRange(int gpu, double* min_w, double* max_w) const {
   unsigned int lo = 0, hi = 0;
   const int rc = api_->GetPowerManagementLimitConstraints(gpus_[static_cast<size_t>(gpu)].handle, &lo, &hi);
-  *min_w = Read(gpu, rc, "nvmlDeviceGetPowerManagementLimitConstraints", lo / 1e3);
-  *max_w = rc == kNvmlSuccess ? hi / 1e3 : *min_w;
+  if (!Read(gpu, rc, "nvmlDeviceGetPowerManagementLimitConstraints", 0)) return false;
+  *min_w = lo / 1e3;
+  *max_w = hi / 1e3;
+  return true;
 }
 
-double NvmlGpuControl::EnergyJ(int gpu) const {
+std::optional<double> NvmlGpuControl::EnergyJ(int gpu) const {
   unsigned long long mj = 0;
   const int rc = api_->GetTotalEnergyConsumption(gpus_[static_cast<size_t>(gpu)].handle, &mj);
   return Read(gpu, rc, "nvmlDeviceGetTotalEnergyConsumption", static_cast<double>(mj) / 1e3);
 }
 
-double NvmlGpuControl::PowerW(int gpu) const {
+std::optional<double> NvmlGpuControl::PowerW(int gpu) const {
   unsigned int mw = 0;
   const int rc = api_->GetPowerUsage(gpus_[static_cast<size_t>(gpu)].handle, &mw);
   return Read(gpu, rc, "nvmlDeviceGetPowerUsage", mw / 1e3);
 }
 
-double NvmlGpuControl::Utilization(int gpu) const {
+std::optional<double> NvmlGpuControl::Utilization(int gpu) const {
   nvmlUtilization_t u{};
   const int rc = api_->GetUtilizationRates(gpus_[static_cast<size_t>(gpu)].handle, &u);
   return Read(gpu, rc, "nvmlDeviceGetUtilizationRates", u.gpu / 100.0);
 }
 
-double NvmlGpuControl::MemoryUtilization(int gpu) const {
+std::optional<double> NvmlGpuControl::MemoryUtilization(int gpu) const {
   nvmlUtilization_t u{};
   const int rc = api_->GetUtilizationRates(gpus_[static_cast<size_t>(gpu)].handle, &u);
   return Read(gpu, rc, "nvmlDeviceGetUtilizationRates", u.memory / 100.0);
 }
 
-double NvmlGpuControl::ClockMhz(int gpu) const {
+std::optional<double> NvmlGpuControl::ClockMhz(int gpu) const {
   unsigned int mhz = 0;
   const int rc = api_->GetClockInfo(gpus_[static_cast<size_t>(gpu)].handle, kNvmlClockSm, &mhz);
   return Read(gpu, rc, "nvmlDeviceGetClockInfo", mhz);

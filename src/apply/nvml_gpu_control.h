@@ -2,15 +2,15 @@
 // dlopen at run time so that the same binary runs on machines without a driver. It remembers the
 // GPUs whose clocks or power limits it changed and restores them when destroyed or asked to.
 //
-// Telemetry reads cannot fail through the GpuControl interface: a read that NVML refuses (a GPU
-// fallen off the bus, say) returns NaN and leaves its message in error().
+// NVML offers every reading; one that NVML refuses (a GPU fallen off the bus, say) is std::nullopt
+// and leaves its message in error().
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "apply/gpu_control.h"
+#include "device/gpu_control.h"
 
 namespace emo {
 
@@ -29,13 +29,14 @@ class NvmlGpuControl : public GpuControl {
   bool SetLockedClock(int gpu, int mhz, std::string* err) override;
   bool ResetClock(int gpu, std::string* err) override;
   bool SetPowerLimit(int gpu, double watts, std::string* err) override;
-  double PowerLimitW(int gpu) const override;
-  void PowerLimitRange(int gpu, double* min_w, double* max_w) const override;
-  double EnergyJ(int gpu) const override;
-  double PowerW(int gpu) const override;
-  double Utilization(int gpu) const override;
-  double MemoryUtilization(int gpu) const override;
-  double ClockMhz(int gpu) const override;
+  bool Offers(Reading) const override { return true; }
+  std::optional<double> EnergyJ(int gpu) const override;
+  std::optional<double> PowerW(int gpu) const override;
+  std::optional<double> Utilization(int gpu) const override;
+  std::optional<double> MemoryUtilization(int gpu) const override;
+  std::optional<double> ClockMhz(int gpu) const override;
+  std::optional<double> PowerLimitW(int gpu) const override;
+  bool PowerLimitRange(int gpu, double* min_w, double* max_w) const override;
 
   // Resets every clock this object locked and restores every power limit it changed. False with
   // *err (the first failure) when the driver refused one; the others are still attempted.
@@ -44,14 +45,14 @@ class NvmlGpuControl : public GpuControl {
   // recovery after a process that held them died).
   bool ResetToDefaults(int gpu, std::string* err);
   // The last telemetry read that failed, or "".
-  const std::string& error() const { return error_; }
+  std::string error() const override { return error_; }
 
  private:
   struct Api;
   struct Gpu;
   NvmlGpuControl();
   bool Check(int gpu, int rc, const char* call, std::string* err) const;
-  double Read(int gpu, int rc, const char* call, double value) const;
+  std::optional<double> Read(int gpu, int rc, const char* call, double value) const;
 
   std::unique_ptr<Api> api_;
   std::vector<Gpu> gpus_;

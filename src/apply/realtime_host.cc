@@ -7,7 +7,10 @@
 
 namespace emo {
 
-RealtimeHost::RealtimeHost(std::vector<Controller*> controllers) : controllers_(std::move(controllers)) {}
+void RealtimeHost::Add(Controller* c) {
+  c->Attach(this);
+  controllers_.push_back(c);
+}
 
 RealtimeHost::~RealtimeHost() { Stop(); }
 

@@ -3,7 +3,7 @@
 // and fires timers (the policy player's clock changes). Every controller call happens on that
 // thread, so controllers need no locks. Stop() — also run by the destructor — ends the thread and
 // calls every controller's Finish(), which resets what it changed.
-// The simulator's counterpart is AttachController (sim_gpu_control.h).
+// The simulator's counterpart is sim::SimHost (sim/sim_gpu_control.h).
 #pragma once
 
 #include <chrono>
@@ -17,20 +17,22 @@
 
 namespace emo {
 
-class RealtimeHost {
+class RealtimeHost : public ControllerHost {
  public:
-  explicit RealtimeHost(std::vector<Controller*> controllers);
-  ~RealtimeHost();
+  RealtimeHost() = default;
+  ~RealtimeHost() override;
   RealtimeHost(const RealtimeHost&) = delete;
   RealtimeHost& operator=(const RealtimeHost&) = delete;
 
+  // Before Start(): the controller runs on this host from then on.
+  void Add(Controller* c);
   void Start();
   // Thread-safe: the training loop's step hook.
   void IterationStart();
   // Thread-safe: runs fn(now_ns) on the host thread at t_ns (ns since Start), or at once if past.
-  void At(double t_ns, std::function<void(double)> fn);
+  void At(double t_ns, std::function<void(double)> fn) override;
   void Stop();
-  double NowNs() const;  // since Start
+  double NowNs() const override;  // since Start
 
  private:
   struct Timer {

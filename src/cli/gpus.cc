@@ -21,7 +21,7 @@ int RunGpus(const GpusOptions& opt) {
     int failed = 0;
     for (int g = 0; g < nvml->Count(); ++g) {
       if (nvml->ResetToDefaults(g, &err)) {
-        fmt::print("GPU {}: clocks unlocked, power limit {:.0f} W\n", g, nvml->PowerLimitW(g));
+        fmt::print("GPU {}: clocks unlocked, power limit {:.0f} W\n", g, nvml->PowerLimitW(g).value_or(0));
       } else {
         fmt::print(stderr, "emo gpus: {}\n", err);
         ++failed;
@@ -33,24 +33,32 @@ int RunGpus(const GpusOptions& opt) {
   for (int g = 0; g < nvml->Count(); ++g) {
     const std::vector<int> clocks = nvml->SupportedClocks(g);
     double lo = 0, hi = 0;
-    nvml->PowerLimitRange(g, &lo, &hi);
+    const bool range = nvml->PowerLimitRange(g, &lo, &hi);
+    // A reading the driver refused is null in JSON and "?" in text, never a made-up number.
+    auto json = [](std::optional<double> v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); };
+    auto text = [](std::optional<double> v, double scale, const char* f) {
+      return v ? fmt::format(fmt::runtime(f), *v * scale) : std::string("?");
+    };
+    const std::optional<double> clock = nvml->ClockMhz(g), power = nvml->PowerW(g), limit = nvml->PowerLimitW(g),
+                                energy = nvml->EnergyJ(g), util = nvml->Utilization(g),
+                                mem = nvml->MemoryUtilization(g);
     nlohmann::ordered_json j = {{"gpu", g},
                                 {"name", nvml->Name(g)},
-                                {"sm_clock_mhz", nvml->ClockMhz(g)},
+                                {"sm_clock_mhz", json(clock)},
                                 {"supported_sm_clocks_mhz", clocks},
-                                {"power_w", nvml->PowerW(g)},
-                                {"power_limit_w", nvml->PowerLimitW(g)},
-                                {"power_limit_range_w", {lo, hi}},
-                                {"energy_j", nvml->EnergyJ(g)},
-                                {"utilization", nvml->Utilization(g)},
-                                {"memory_utilization", nvml->MemoryUtilization(g)}};
+                                {"power_w", json(power)},
+                                {"power_limit_w", json(limit)},
+                                {"power_limit_range_w", range ? nlohmann::ordered_json{lo, hi} : nlohmann::ordered_json()},
+                                {"energy_j", json(energy)},
+                                {"utilization", json(util)},
+                                {"memory_utilization", json(mem)}};
     if (!opt.json)
-      fmt::print("GPU {}: {}; SM {:.0f} MHz ({} clocks, {}-{} MHz); {:.1f} W, limit {:.0f} W ({:.0f}-{:.0f} W); "
-                 "energy counter {:.1f} J; utilisation {:.0f} %, memory {:.0f} %\n",
-                 g, nvml->Name(g), j["sm_clock_mhz"].get<double>(), clocks.size(), clocks.empty() ? 0 : clocks.front(),
-                 clocks.empty() ? 0 : clocks.back(), j["power_w"].get<double>(), j["power_limit_w"].get<double>(), lo,
-                 hi, j["energy_j"].get<double>(), 100 * j["utilization"].get<double>(),
-                 100 * j["memory_utilization"].get<double>());
+      fmt::print("GPU {}: {}; SM {} MHz ({} clocks, {}-{} MHz); {} W, limit {} W ({}); energy counter {} J; "
+                 "utilisation {} %, memory {} %\n",
+                 g, nvml->Name(g), text(clock, 1, "{:.0f}"), clocks.size(), clocks.empty() ? 0 : clocks.front(),
+                 clocks.empty() ? 0 : clocks.back(), text(power, 1, "{:.1f}"), text(limit, 1, "{:.0f}"),
+                 range ? fmt::format("{:.0f}-{:.0f} W", lo, hi) : "?", text(energy, 1, "{:.1f}"),
+                 text(util, 100, "{:.0f}"), text(mem, 100, "{:.0f}"));
     all.push_back(j);
   }
   if (!nvml->error().empty()) {

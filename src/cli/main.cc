@@ -7,6 +7,7 @@
 #include "cli/gpus.h"
 #include "cli/run.h"
 #include "cli/sim.h"
+#include "online/registry.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"EMO: energy-efficiency modeling and optimization for GPU AI workloads"};
@@ -27,15 +28,13 @@ int main(int argc, char** argv) {
   s->add_option("--workload", sim.workload, "workload spec JSON (see workloads/)")->required();
   s->add_option("--device", sim.device, "simulated GPU, overriding the spec's (A100-SXM4-80GB, H100-SXM, RTX3080Ti, A40)");
   s->add_option("--policy", sim.policy, "frequency policy JSON: per GPU, clock changes at offsets into each iteration");
-  s->add_option("--controller", sim.controller,
-                 "an online method run beside the workload: zeus-power-limit[:eta=E|max-slowdown=F|selector=S,...] "
-                 "or geepafs[:p=P,min-mhz=F,...]");
+  s->add_option("--controller", sim.controller, "an online method run beside the workload: " + emo::MethodUsage());
   s->add_option("--iterations", sim.iterations, "iterations to run")->check(CLI::PositiveNumber);
   s->add_option("--warmup", sim.warmup, "iterations left out of the measurement (default: 1 when there are several)")
       ->check(CLI::NonNegativeNumber);
   s->add_option("--seed", sim.seed, "seed of the run-to-run noise");
   s->add_option("--trace", sim.trace_out, "write a Kineto JSON trace (a directory of rank-R.json for several GPUs)");
-  s->add_option("--measure", sim.measure_out, "write the measurement JSON (iteration_ms, energy_j, per-GPU energy)");
+  s->add_option("--measure", sim.measure_out, "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iteration_ms, per_gpu, ...)");
 
   emo::GpusOptions gpus;
   CLI::App* gp = app.add_subcommand("gpus", "List this machine's NVIDIA GPUs as EMO's NVML back end sees them: clocks, "
@@ -49,10 +48,11 @@ int main(int argc, char** argv) {
                                           "and report its time and energy from the GPUs' counters; clocks are "
                                           "restored afterwards");
   r->add_option("--controller", run.controller,
-                 "online method: geepafs[:...] or zeus-power-limit[:...] (the latter needs iteration starts: the "
-                 "command sends a datagram to the Unix socket $EMO_STEP_SOCKET as each begins)");
+                 "online method: " + emo::MethodUsage() +
+                     " (zeus-power-limit needs iteration starts: the command sends a datagram to the Unix socket "
+                     "$EMO_STEP_SOCKET as each begins)");
   r->add_option("--policy", run.policy, "frequency policy JSON, played at every iteration start ($EMO_STEP_SOCKET)");
-  r->add_option("--measure", run.measure_out, "write the measurement JSON (seconds, energy_j, per-GPU energy)");
+  r->add_option("--measure", run.measure_out, "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iterations, per_gpu, ...)");
   r->add_option("command", run.command, "the command, after --")->required();
 
   CLI11_PARSE(app, argc, argv);

@@ -9,12 +9,9 @@
 #include <fmt/core.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -22,12 +19,13 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <thread>
 
+#include "apply/measurement.h"
 #include "apply/nvml_gpu_control.h"
-#include "apply/policy.h"
+#include "apply/policy_player.h"
 #include "apply/realtime_host.h"
-#include "cli/online_method.h"
+#include "apply/step_socket.h"
+#include "online/registry.h"
 
 extern char** environ;
 
@@ -40,64 +38,12 @@ void Forward(int sig) {
   if (g_child > 0) kill(static_cast<pid_t>(g_child), sig);
 }
 
-// The step socket: every datagram is one iteration start. Receives on its own thread until
-// closed; the path is removed on destruction.
-class StepSocket {
- public:
-  ~StepSocket() { Close(); }
-  bool Open(RealtimeHost* host, std::string* err) {
-    const char* dir = std::getenv("TMPDIR");
-    path_ = std::string(dir && *dir ? dir : "/tmp") + "/emo-steps-" + std::to_string(getpid()) + ".sock";
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path_.size() >= sizeof addr.sun_path) {
-      *err = "step socket path too long: " + path_;
-      return false;
-    }
-    std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
-    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    unlink(path_.c_str());
-    if (fd_ < 0 || bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-      *err = "step socket " + path_ + ": " + std::strerror(errno);
-      return false;
-    }
-    timeval tv{0, 100000};  // wake every 100 ms to notice Close()
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    thread_ = std::thread([this, host] {
-      char buf[256];
-      while (!closing_) {
-        const ssize_t n = recv(fd_, buf, sizeof buf, 0);
-        if (n >= 0) {
-          host->IterationStart();
-          ++steps_;
-        }
-      }
-    });
-    return true;
-  }
-  void Close() {
-    closing_ = true;
-    if (thread_.joinable()) thread_.join();
-    if (fd_ >= 0) close(fd_), unlink(path_.c_str());
-    fd_ = -1;
-  }
-  const std::string& path() const { return path_; }
-  int steps() const { return steps_; }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  std::atomic<bool> closing_{false};
-  std::atomic<int> steps_{0};
-  std::thread thread_;
-};
-
 }  // namespace
 
 int RunCommand(const RunOptions& opt) {
   std::string err;
-  OnlineMethod method;
-  if (!method.Parse(opt.controller, &err)) {
+  MethodSpec method_spec;
+  if (!ParseMethodSpec(opt.controller, &method_spec, &err)) {
     fmt::print(stderr, "emo run: --controller: {}\n", err);
     return 1;
   }
@@ -116,25 +62,25 @@ int RunCommand(const RunOptions& opt) {
       fmt::print(stderr, "emo run: {}: no GPU {} (there are {})\n", opt.policy, g.gpu, nvml->Count());
       return 1;
     }
-  if (!method.Build(nvml.get(), &err)) {
+  std::unique_ptr<OnlineMethod> method = BuildMethod(method_spec, nvml.get(), &err);
+  if (method_spec.entry && !method) {
     fmt::print(stderr, "emo run: {}\n", err);
     return 1;
   }
-  RealtimeHost* host_ptr = nullptr;
-  PolicyPlayer player(policy, nvml.get(), [&](double t, std::function<void(double)> fn) { host_ptr->At(t, std::move(fn)); });
-  std::vector<Controller*> controllers{&player};
-  if (method.controller()) controllers.push_back(method.controller());
-  RealtimeHost host(controllers);
-  host_ptr = &host;
+  const bool iteration_driven = method_spec.entry && method_spec.entry->iteration_driven;
+  RealtimeHost host;
+  PolicyPlayer player(policy, nvml.get());
+  Meter meter(nvml.get(), /*warmup=*/-1);  // the window is the whole run: opened before the job starts
+  host.Add(&player);
+  host.Add(&meter);
+  if (method) host.Add(method.get());
   StepSocket steps;
-  if (!steps.Open(&host, &err)) {
+  if (!steps.Open([&host] { host.IterationStart(); }, &err)) {
     fmt::print(stderr, "emo run: {}\n", err);
     return 1;
   }
-  setenv("EMO_STEP_SOCKET", steps.path().c_str(), 1);
+  setenv(kStepSocketEnv, steps.path().c_str(), 1);
 
-  std::vector<double> e0;
-  for (int g = 0; g < nvml->Count(); ++g) e0.push_back(nvml->EnergyJ(g));
   struct sigaction forward {}, old_int {}, old_term {}, old_hup {};
   forward.sa_handler = Forward;
   sigemptyset(&forward.sa_mask);
@@ -145,7 +91,9 @@ int RunCommand(const RunOptions& opt) {
   std::vector<char*> argv;
   for (const std::string& a : opt.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  const auto t0 = std::chrono::steady_clock::now();
+  // The whole run is the window: its time from the wall clock, its energy from the counters, and
+  // the iterations the job reported.
+  meter.Open(0);
   host.Start();
   pid_t pid = 0;
   const int spawn_rc = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
@@ -157,8 +105,8 @@ int RunCommand(const RunOptions& opt) {
     g_child = 0;
   }
   steps.Close();
+  const double end_ns = host.NowNs();
   host.Stop();  // Finish(): every controller resets what it changed
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string restore_err;
   const bool restored = nvml->RestoreAll(&restore_err);
   sigaction(SIGINT, &old_int, nullptr);
@@ -168,34 +116,33 @@ int RunCommand(const RunOptions& opt) {
     fmt::print(stderr, "emo run: cannot start {}: {}\n", opt.command[0], std::strerror(spawn_rc));
     return 1;
   }
-  for (Controller* c : controllers)
-    if (!c->error().empty())
-      fmt::print(stderr, "emo run: {}: {}\n", c == &player ? opt.policy : opt.controller, c->error());
+  if (!player.error().empty()) fmt::print(stderr, "emo run: {}: {}\n", opt.policy, player.error());
+  if (method && !method->error().empty()) fmt::print(stderr, "emo run: {}: {}\n", opt.controller, method->error());
   if (!restored) fmt::print(stderr, "emo run: restoring the GPUs: {} (run `emo gpus --reset` as root)\n", restore_err);
-  if ((method.iteration_driven() || !policy.gpus.empty()) && steps.steps() == 0)
-    fmt::print(stderr, "emo run: no iteration start arrived at $EMO_STEP_SOCKET, so the {} never acted\n",
-               method.iteration_driven() ? "method" : "policy");
+  if ((iteration_driven || !policy.gpus.empty()) && steps.steps() == 0)
+    fmt::print(stderr, "emo run: no iteration start arrived at ${}, so the {} never acted\n", kStepSocketEnv,
+               iteration_driven ? "method" : "policy");
 
-  nlohmann::ordered_json per_gpu = nlohmann::ordered_json::array();
-  double total = 0;
-  for (int g = 0; g < nvml->Count(); ++g) {
-    const double e = nvml->EnergyJ(g) - e0[static_cast<size_t>(g)];
-    total += e;
-    per_gpu.push_back({{"gpu", g}, {"name", nvml->Name(g)}, {"energy_j", e}});
-  }
+  Measurement m;
+  const bool measured = meter.Close(end_ns, &m, &err);
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-  fmt::print(stderr, "emo run: {} exited with {} after {:.3f} s and {} iterations; {:.1f} J on {} GPUs{}\n",
-             opt.command[0], code, seconds, steps.steps(), total, nvml->Count(),
-             nvml->error().empty() ? "" : " (" + nvml->error() + ")");
-  nlohmann::ordered_json found;
-  method.Report(nvml->Count(), &found);
+  if (measured)
+    fmt::print(stderr, "emo run: {} exited with {} after {:.3f} s and {} iterations; {:.1f} J on {} GPUs{}\n",
+               opt.command[0], code, m.window_s, m.iterations, m.energy_j, nvml->Count(),
+               nvml->error().empty() ? "" : " (" + nvml->error() + ")");
+  else
+    fmt::print(stderr, "emo run: {} exited with {}; no energy measurement: {}\n", opt.command[0], code, err);
+  std::vector<std::string> lines;
+  nlohmann::ordered_json findings;
+  if (method) method->Report(&lines, &findings);
+  for (const std::string& line : lines) fmt::print("{}\n", line);
   if (!opt.measure_out.empty()) {
-    nlohmann::ordered_json m = {{"command", opt.command}, {"controller", opt.controller}, {"policy", opt.policy},
-                                {"exit_code", code},      {"seconds", seconds},           {"iterations", steps.steps()},
-                                {"energy_j", total},      {"per_gpu", per_gpu}};
-    for (const auto& [key, value] : found.items()) m[key] = value;
+    nlohmann::ordered_json j = {{"command", opt.command}, {"controller", opt.controller}, {"policy", opt.policy},
+                                {"exit_code", code}};
+    if (measured) AddMeasurementJson(m, &j);
+    if (method) j[method_spec.entry->json_key] = findings;
     std::ofstream f(opt.measure_out);
-    f << m.dump(2) << "\n";
+    f << j.dump(2) << "\n";
     if (!f) {
       fmt::print(stderr, "emo run: {}: cannot write\n", opt.measure_out);
       return 1;

@@ -7,11 +7,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "apply/policy.h"
-#include "apply/sim_gpu_control.h"
-#include "cli/online_method.h"
+#include "apply/measurement.h"
+#include "apply/policy_player.h"
+#include "online/registry.h"
 #include "sim/device_spec.h"
 #include "sim/engine.h"
+#include "sim/sim_gpu_control.h"
 #include "sim/workload.h"
 #include "trace/kineto_writer.h"
 
@@ -39,8 +40,8 @@ int RunSim(const SimOptions& opt) {
     fmt::print(stderr, "emo sim: {}\n", err);
     return 1;
   }
-  OnlineMethod method;
-  if (!method.Parse(opt.controller, &err)) {
+  MethodSpec method_spec;
+  if (!ParseMethodSpec(opt.controller, &method_spec, &err)) {
     fmt::print(stderr, "emo sim: --controller: {}\n", err);
     return 1;
   }
@@ -57,47 +58,44 @@ int RunSim(const SimOptions& opt) {
   eo.seed = opt.seed;
   eo.record_trace = !opt.trace_out.empty();
   sim::Engine engine(program, eo);
-  SimGpuControl gpus(&engine);
-  PolicyPlayer player(policy, &gpus, [&](double t, std::function<void(double)> fn) { engine.At(t, std::move(fn)); });
-  if (!method.Build(&gpus, &err)) {
+  sim::SimGpuControl gpus(&engine);
+  sim::SimHost host(&engine);
+  PolicyPlayer player(policy, &gpus);
+  std::unique_ptr<OnlineMethod> method = BuildMethod(method_spec, &gpus, &err);
+  if (method_spec.entry && !method) {
     fmt::print(stderr, "emo sim: {}\n", err);
     return 1;
   }
-  std::vector<Controller*> controllers{&player};
-  if (method.controller()) controllers.push_back(method.controller());
-  for (Controller* c : controllers) AttachController(&engine, c);
-  std::vector<double> e0(static_cast<size_t>(engine.gpus()), 0.0);
-  double t0 = 0;
-  engine.OnIterationStart([&](int iteration, double now) {
-    if (iteration != warmup) return;
-    t0 = now;
-    for (int g = 0; g < engine.gpus(); ++g) e0[static_cast<size_t>(g)] = gpus.EnergyJ(g);
-  });
+  Meter meter(&gpus, warmup);
+  host.Add(&player);
+  if (method) host.Add(method.get());
+  host.Add(&meter);
   const bool ran = engine.Run(&err);
-  for (Controller* c : controllers) c->Finish();
+  player.Finish();
+  if (method) method->Finish();
   if (!ran) {
     fmt::print(stderr, "emo sim: {}: {}\n", opt.workload, err);
     return 1;
   }
-  for (Controller* c : controllers) {
-    if (!c->error().empty()) {
-      fmt::print(stderr, "emo sim: {}: {}\n", c == &player ? "policy" : opt.controller, c->error());
-      return 1;
-    }
+  if (!player.error().empty()) {
+    fmt::print(stderr, "emo sim: policy: {}\n", player.error());
+    return 1;
   }
-  const int measured = opt.iterations - warmup;
-  double iteration_ms = (engine.end_ns() - t0) / 1e6 / measured;
-  double total = 0;
-  nlohmann::ordered_json per_gpu = nlohmann::ordered_json::array();
-  for (int g = 0; g < engine.gpus(); ++g) {
-    double e = (gpus.EnergyJ(g) - e0[static_cast<size_t>(g)]) / measured;
-    total += e;
-    per_gpu.push_back({{"gpu", g}, {"energy_j", e}, {"avg_power_w", e / (iteration_ms / 1e3)}});
+  if (method && !method->error().empty()) {
+    fmt::print(stderr, "emo sim: {}: {}\n", opt.controller, method->error());
+    return 1;
+  }
+  Measurement m;
+  if (!meter.Close(engine.end_ns(), &m, &err)) {
+    fmt::print(stderr, "emo sim: {}\n", err);
+    return 1;
   }
   fmt::print("{} on {} x {}: {} iterations ({} measured), {:.3f} ms and {:.2f} J per iteration\n", program.name,
-             engine.gpus(), program.device, opt.iterations, measured, iteration_ms, total);
-  nlohmann::ordered_json found;
-  method.Report(engine.gpus(), &found);
+             engine.gpus(), program.device, opt.iterations, m.iterations, m.iteration_ms(), m.iteration_energy_j());
+  std::vector<std::string> lines;
+  nlohmann::ordered_json findings;
+  if (method) method->Report(&lines, &findings);
+  for (const std::string& line : lines) fmt::print("{}\n", line);
 
   if (!opt.trace_out.empty()) {
     const Trace& t = engine.trace();
@@ -121,22 +119,19 @@ int RunSim(const SimOptions& opt) {
     }
   }
   if (!opt.measure_out.empty()) {
-    nlohmann::ordered_json m;
-    m["workload"] = program.name;
-    m["device"] = program.device;
-    m["gpus"] = engine.gpus();
-    m["iterations"] = opt.iterations;
-    m["warmup_iterations"] = warmup;
-    m["measured_iterations"] = measured;
-    m["seed"] = opt.seed;
-    m["policy"] = opt.policy.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.policy);
-    m["controller"] = opt.controller.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.controller);
-    m["iteration_ms"] = iteration_ms;
-    m["energy_j"] = total;
-    m["per_gpu"] = per_gpu;
-    for (const auto& [key, value] : found.items()) m[key] = value;
+    nlohmann::ordered_json j;
+    j["workload"] = program.name;
+    j["device"] = program.device;
+    j["gpus"] = engine.gpus();
+    j["seed"] = opt.seed;
+    j["policy"] = opt.policy.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.policy);
+    j["controller"] = opt.controller.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.controller);
+    j["run_iterations"] = opt.iterations;
+    j["warmup_iterations"] = warmup;
+    AddMeasurementJson(m, &j);
+    if (method) j[method_spec.entry->json_key] = findings;
     std::ofstream f(opt.measure_out);
-    f << m.dump(2) << "\n";
+    f << j.dump(2) << "\n";
     if (!f) {
       fmt::print(stderr, "emo sim: {}: cannot write\n", opt.measure_out);
       return 1;

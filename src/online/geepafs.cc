@@ -1,6 +1,9 @@
 // geepafs.cc — GEEPAFS's sampling loop, zig-zag probe and one- or two-segment performance model.
 #include "online/geepafs.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -211,17 +214,24 @@ void Geepafs::Lock(int gpu, int mhz) {
 }
 
 void Geepafs::Tick(double /*now_ns*/) {
+  if (!error().empty()) return;  // the back end failed: the method stops acting
   // Sample every GPU: the moving average of utilisation runs all the time.
   double util_total = 0;
   for (int g = 0; g < gpus_->Count(); ++g) {
     GpuState& s = gpus_state_[static_cast<size_t>(g)];
-    const double u = 100 * gpus_->Utilization(g);
+    const std::optional<double> util = gpus_->Utilization(g), mem = gpus_->MemoryUtilization(g),
+                                clock = gpus_->ClockMhz(g), power = gpus_->PowerW(g);
+    if (!util || !mem || !clock || !power) {
+      Fail("GPU " + std::to_string(g) + ": telemetry read failed: " + gpus_->error());
+      return;
+    }
+    const double u = 100 * *util;
     s.util_sum += u - s.util[s.util_next];
     s.util[s.util_next] = u;
     s.util_next = (s.util_next + 1) % s.util.size();
     util_total += s.util_sum / static_cast<double>(s.util.size());
     if (phase_ >= 1 && phase_ <= kProbeTicks)
-      s.samples.push_back({kZigZag[phase_ - 1], gpus_->ClockMhz(g), u, 100 * gpus_->MemoryUtilization(g), gpus_->PowerW(g)});
+      s.samples.push_back({kZigZag[phase_ - 1], *clock, u, 100 * *mem, *power});
   }
   if (phase_ < 0) {  // at the chosen clock: wait for the re-probe timer
     if (--timer_ > 0) return;
@@ -257,6 +267,17 @@ void Geepafs::Finish() {
   for (int g = 0; g < gpus_->Count(); ++g) {
     std::string err;
     if (!gpus_->ResetClock(g, &err)) Fail(err);
+  }
+}
+
+void Geepafs::Report(std::vector<std::string>* lines, nlohmann::ordered_json* findings) const {
+  *findings = nlohmann::ordered_json::array();
+  for (size_t g = 0; g < gpus_state_.size(); ++g) {
+    const GpuState& s = gpus_state_[g];
+    findings->push_back({{"gpu", g}, {"probes_mhz", s.probes}, {"choices_mhz", s.choices}});
+    lines->push_back(fmt::format("geepafs: GPU {} probed {} and chose {}", g, fmt::join(s.probes, "/"),
+                                 s.choices.empty() ? std::string("nothing yet")
+                                                   : fmt::format("{}", fmt::join(s.choices, ", "))));
   }
 }
 

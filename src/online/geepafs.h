@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "apply/controller.h"
-#include "apply/gpu_control.h"
+#include "device/gpu_control.h"
 #include "online/method_options.h"
+#include "online/online_method.h"
 
 namespace emo {
 
@@ -50,13 +50,14 @@ struct GeepafsDecision {
 GeepafsDecision GeepafsDecide(const std::vector<GeepafsSample>& samples, const std::vector<int>& probes_mhz,
                               double max_mhz, double min_set_mhz, double p, double reg_err_threshold);
 
-class Geepafs : public Controller {
+class Geepafs : public OnlineMethod {
  public:
   // Resets every GPU's clocks, as upstream does at start.
   Geepafs(GpuControl* gpus, const GeepafsOptions& options);
   double PeriodMs() const override { return o_.period_ms; }
   void Tick(double now_ns) override;
   void Finish() override;  // resets the clocks
+  void Report(std::vector<std::string>* lines, nlohmann::ordered_json* findings) const override;
 
   const std::vector<int>& probes_mhz(int gpu) const { return gpus_state_[static_cast<size_t>(gpu)].probes; }
   // The clock each probe chose, per GPU, in order.

@@ -1,6 +1,8 @@
 // zeus_power_limit.cc — the state machine and selectors of Zeus's GlobalPowerLimitOptimizer.
 #include "online/zeus_power_limit.h"
 
+#include <fmt/format.h>
+
 namespace emo {
 
 bool ParseZeusPowerLimitOptions(const MethodOptions& m, ZeusPowerLimitOptions* out, std::string* err) {
@@ -38,21 +40,26 @@ bool ParseZeusPowerLimitOptions(const MethodOptions& m, ZeusPowerLimitOptions* o
 ZeusPowerLimitOptimizer::ZeusPowerLimitOptimizer(GpuControl* gpus, const ZeusPowerLimitOptions& options)
     : gpus_(gpus), o_(options) {
   double lo = 0, hi = 0;
-  gpus_->PowerLimitRange(0, &lo, &hi);
+  if (!gpus_->PowerLimitRange(0, &lo, &hi)) Fail("GPU 0: power-limit range unknown " + gpus_->error());
   for (int g = 1; g < gpus_->Count(); ++g) {
     double l = 0, h = 0;
-    gpus_->PowerLimitRange(g, &l, &h);
-    if (l != lo || h != hi) Fail("power-limit ranges differ across GPUs (GPU 0 and GPU " + std::to_string(g) + ")");
+    if (!gpus_->PowerLimitRange(g, &l, &h) || l != lo || h != hi)
+      Fail("power-limit ranges differ across GPUs (GPU 0 and GPU " + std::to_string(g) + ")");
   }
+  if (!error().empty()) return;
   // From the maximum down in steps while at least the minimum (with a little slack for rounding).
   for (double w = hi; w >= lo - 1e-9; w -= o_.pl_step_w) limits_.push_back(w);
   steps_ = o_.wait_steps + 1;
   SetLimit(hi);
 }
 
-double ZeusPowerLimitOptimizer::EnergyJ() const {
+double ZeusPowerLimitOptimizer::EnergyJ() {
   double e = 0;
-  for (int g = 0; g < gpus_->Count(); ++g) e += gpus_->EnergyJ(g);
+  for (int g = 0; g < gpus_->Count(); ++g) {
+    const std::optional<double> j = gpus_->EnergyJ(g);
+    if (!j) Fail("GPU " + std::to_string(g) + ": no energy reading: " + gpus_->error());
+    e += j.value_or(0);
+  }
   return e;
 }
 
@@ -66,6 +73,7 @@ void ZeusPowerLimitOptimizer::SetLimit(double watts) {
 }
 
 void ZeusPowerLimitOptimizer::OnIterationStart(int /*iteration*/, double now_ns) {
+  if (limits_.empty()) return;  // the back end could not tell the power-limit range
   auto start_profiling = [&] {
     state_ = State::kProfiling;
     steps_ = o_.profile_steps;
@@ -127,6 +135,23 @@ double ZeusPowerLimitOptimizer::Select() const {
 
 void ZeusPowerLimitOptimizer::Finish() {
   if (!limits_.empty()) SetLimit(limits_[0]);
+}
+
+void ZeusPowerLimitOptimizer::Report(std::vector<std::string>* lines, nlohmann::ordered_json* findings) const {
+  nlohmann::ordered_json profiled = nlohmann::ordered_json::array();
+  for (const Measurement& x : measurements_)
+    profiled.push_back({{"limit_w", x.limit_w}, {"energy_j", x.energy_j}, {"time_s", x.time_s}});
+  const bool done = state_ == State::kDone;
+  *findings = {{"done", done},
+               {"optimum_w", done ? nlohmann::ordered_json(optimum_w_) : nullptr},
+               {"candidates", limits_.size()},
+               {"profiled", profiled}};
+  if (done)
+    lines->push_back(fmt::format("zeus-power-limit: profiled {} limits, chose {:.0f} W", profiled.size(), optimum_w_));
+  else
+    lines->push_back(fmt::format("zeus-power-limit: profiled {} of {} limits before the run ended (each takes {} "
+                                 "iterations)",
+                                 profiled.size(), limits_.size(), o_.warmup_steps + o_.profile_steps));
 }
 
 }  // namespace emo

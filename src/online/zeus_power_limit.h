@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "apply/controller.h"
-#include "apply/gpu_control.h"
+#include "device/gpu_control.h"
 #include "online/method_options.h"
+#include "online/online_method.h"
 
 namespace emo {
 
@@ -30,7 +30,7 @@ struct ZeusPowerLimitOptions {
 // selector. False with *err naming the bad part.
 bool ParseZeusPowerLimitOptions(const MethodOptions& m, ZeusPowerLimitOptions* out, std::string* err);
 
-class ZeusPowerLimitOptimizer : public Controller {
+class ZeusPowerLimitOptimizer : public OnlineMethod {
  public:
   struct Measurement {
     double limit_w = 0, energy_j = 0, time_s = 0;  // over the profiling window
@@ -42,6 +42,7 @@ class ZeusPowerLimitOptimizer : public Controller {
   ZeusPowerLimitOptimizer(GpuControl* gpus, const ZeusPowerLimitOptions& options);
   void OnIterationStart(int iteration, double now_ns) override;
   void Finish() override;  // back to the highest limit
+  void Report(std::vector<std::string>* lines, nlohmann::ordered_json* findings) const override;
 
   const std::vector<double>& candidates_w() const { return limits_; }  // highest first
   const std::vector<Measurement>& measurements() const { return measurements_; }
@@ -51,7 +52,7 @@ class ZeusPowerLimitOptimizer : public Controller {
  private:
   void SetLimit(double watts);
   double Select() const;
-  double EnergyJ() const;  // summed over GPUs
+  double EnergyJ();  // summed over GPUs; Fail()s when a counter is unreadable
 
   GpuControl* gpus_;
   ZeusPowerLimitOptions o_;

@@ -1,5 +1,5 @@
-// policy.cc — frequency-policy JSON and the policy player.
-#include "apply/policy.h"
+// frequency_policy.cc — reading and writing frequency policies as JSON.
+#include "device/frequency_policy.h"
 
 #include <algorithm>
 #include <fstream>
@@ -64,25 +64,6 @@ std::string PolicyJson(const FrequencyPolicy& p) {
     j["gpus"].push_back({{"gpu", g.gpu}, {"changes", changes}});
   }
   return j.dump(2);
-}
-
-void PolicyPlayer::OnIterationStart(int /*iteration*/, double now_ns) {
-  for (const auto& g : policy_.gpus) {
-    for (const ClockChange& c : g.changes) {
-      int gpu = g.gpu, mhz = c.mhz;
-      at_(now_ns + c.t_ms * 1e6, [this, gpu, mhz](double) {
-        std::string err;
-        if (!gpus_->SetLockedClock(gpu, mhz, &err)) Fail(err);
-      });
-    }
-  }
-}
-
-void PolicyPlayer::Finish() {
-  for (const auto& g : policy_.gpus) {
-    std::string err;
-    if (!g.changes.empty() && !gpus_->ResetClock(g.gpu, &err)) Fail(err);
-  }
 }
 
 }  // namespace emo

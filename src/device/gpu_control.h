@@ -1,0 +1,71 @@
+// gpu_control.h — the one interface through which EMO commands a machine's GPUs (SM clocks, power
+// limits) and reads their telemetry. Implemented by NVML (apply/nvml_gpu_control.h), by the Zeus
+// daemon, and by the simulator (sim/sim_gpu_control.h), so that EMO's policy player and the online
+// methods (Zeus, GEEPAFS, GPOEO) run unchanged on hardware and in simulation.
+//
+// Clock control and telemetry are one interface, not two: every back end that can set a clock can
+// also read at least the clock and the energy counter of the same GPU, and every user of the one
+// needs the other on the same GPU. What differs between back ends is which readings they have (the
+// Zeus daemon offers the energy counter but no utilisation), so each says so through Offers(), and
+// a reading it lacks, or a read that failed at run time, is std::nullopt: never a silent NaN.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace emo {
+
+enum class Reading { kEnergy, kPower, kUtilization, kMemoryUtilization, kClock, kPowerLimit };
+
+inline const char* ReadingName(Reading r) {
+  switch (r) {
+    case Reading::kEnergy: return "energy counter";
+    case Reading::kPower: return "power";
+    case Reading::kUtilization: return "utilisation";
+    case Reading::kMemoryUtilization: return "memory utilisation";
+    case Reading::kClock: return "SM clock";
+    case Reading::kPowerLimit: return "power limit";
+  }
+  return "?";
+}
+
+class GpuControl {
+ public:
+  virtual ~GpuControl() = default;
+  virtual int Count() const = 0;
+  virtual std::string Name(int gpu) const = 0;                  // e.g. "A100-SXM4-80GB"
+  virtual std::vector<int> SupportedClocks(int gpu) const = 0;  // SM clocks, MHz, ascending
+
+  // Commands. False with *err when the back end refused.
+  virtual bool SetLockedClock(int gpu, int mhz, std::string* err) = 0;
+  virtual bool ResetClock(int gpu, std::string* err) = 0;
+  virtual bool SetPowerLimit(int gpu, double watts, std::string* err) = 0;
+
+  // Telemetry as the driver reports it; std::nullopt when the back end does not offer the reading
+  // or the read failed (then error() says why).
+  virtual bool Offers(Reading r) const = 0;
+  virtual std::optional<double> EnergyJ(int gpu) const = 0;      // cumulative, updated every few tens of ms
+  virtual std::optional<double> PowerW(int gpu) const = 0;       // as the device samples it
+  virtual std::optional<double> Utilization(int gpu) const = 0;  // fraction of the sample period a kernel ran
+  virtual std::optional<double> MemoryUtilization(int gpu) const = 0;  // fraction device memory was busy
+  virtual std::optional<double> ClockMhz(int gpu) const = 0;     // SM clock in effect now
+  virtual std::optional<double> PowerLimitW(int gpu) const = 0;
+  // False when the range is unknown.
+  virtual bool PowerLimitRange(int gpu, double* min_w, double* max_w) const = 0;
+  // The last read that failed, or "".
+  virtual std::string error() const { return ""; }
+};
+
+// True when `gpus` offers every reading in `needed`; otherwise false with *err naming the first
+// missing one (a method that needs utilisation cannot run on the Zeus daemon, say).
+inline bool CheckOffers(const GpuControl& gpus, const std::vector<Reading>& needed, std::string* err) {
+  for (Reading r : needed)
+    if (!gpus.Offers(r)) {
+      *err = std::string("the GPU back end offers no ") + ReadingName(r) + " reading";
+      return false;
+    }
+  return true;
+}
+
+}  // namespace emo

@@ -1,0 +1,77 @@
+// sim_gpu_control.h — the simulator as a device: GpuControl over the engine (what NVML would say
+// and do, every reading offered), and SimHost, which runs online controllers on the engine's event
+// queue. Only code that hosts the simulator (emo sim, tests, benchmarks) includes this.
+#pragma once
+
+#include "apply/controller.h"
+#include "device/gpu_control.h"
+#include "sim/engine.h"
+
+namespace emo::sim {
+
+class SimGpuControl : public GpuControl {
+ public:
+  explicit SimGpuControl(Engine* engine) : e_(engine) {}
+  int Count() const override { return e_->gpus(); }
+  std::string Name(int gpu) const override { return e_->DeviceName(gpu); }
+  std::vector<int> SupportedClocks(int gpu) const override { return e_->SupportedClocks(gpu); }
+  bool SetLockedClock(int gpu, int mhz, std::string* err) override {
+    if (!Check(gpu, err)) return false;
+    e_->SetLockedClock(gpu, mhz);
+    return true;
+  }
+  bool ResetClock(int gpu, std::string* err) override {
+    if (!Check(gpu, err)) return false;
+    e_->ResetClock(gpu);
+    return true;
+  }
+  bool SetPowerLimit(int gpu, double watts, std::string* err) override {
+    if (!Check(gpu, err)) return false;
+    e_->SetPowerLimit(gpu, watts);
+    return true;
+  }
+  bool Offers(Reading) const override { return true; }
+  std::optional<double> EnergyJ(int gpu) const override { return Valid(gpu) ? e_->EnergyCounterJ(gpu) : Nothing(); }
+  std::optional<double> PowerW(int gpu) const override { return Valid(gpu) ? e_->PowerW(gpu) : Nothing(); }
+  std::optional<double> Utilization(int gpu) const override { return Valid(gpu) ? e_->Utilization(gpu) : Nothing(); }
+  std::optional<double> MemoryUtilization(int gpu) const override {
+    return Valid(gpu) ? e_->MemoryUtilization(gpu) : Nothing();
+  }
+  std::optional<double> ClockMhz(int gpu) const override { return Valid(gpu) ? e_->ClockMhz(gpu) : Nothing(); }
+  std::optional<double> PowerLimitW(int gpu) const override { return Valid(gpu) ? e_->PowerLimit(gpu) : Nothing(); }
+  bool PowerLimitRange(int gpu, double* min_w, double* max_w) const override {
+    if (!Valid(gpu)) return false;
+    e_->PowerLimitRange(gpu, min_w, max_w);
+    return true;
+  }
+
+ private:
+  static std::optional<double> Nothing() { return std::nullopt; }
+  bool Valid(int gpu) const { return gpu >= 0 && gpu < e_->gpus(); }
+  bool Check(int gpu, std::string* err) const {
+    if (Valid(gpu)) return true;
+    *err = "no simulated GPU " + std::to_string(gpu) + " (there are " + std::to_string(e_->gpus()) + ")";
+    return false;
+  }
+  Engine* e_;
+};
+
+// Runs controllers on the simulator's clock: their iteration hook, periodic tick and timers come
+// from the engine's event queue. Add every controller before Engine::Run(), and call each one's
+// Finish() after it.
+class SimHost : public ControllerHost {
+ public:
+  explicit SimHost(Engine* engine) : e_(engine) {}
+  void Add(Controller* c) {
+    c->Attach(this);
+    e_->OnIterationStart([c](int iteration, double now) { c->OnIterationStart(iteration, now); });
+    if (c->PeriodMs() > 0) e_->Every(c->PeriodMs(), [c](double now) { c->Tick(now); });
+  }
+  double NowNs() const override { return e_->now_ns(); }
+  void At(double t_ns, std::function<void(double now_ns)> fn) override { e_->At(t_ns, std::move(fn)); }
+
+ private:
+  Engine* e_;
+};
+
+}  // namespace emo::sim

@@ -109,8 +109,9 @@ int RunAnalyze(const AnalyzeOptions& opt) {
     fmt::print(stderr, "emo analyze: {}\n", err);
     return 1;
   }
-  Analysis a = Analyze(trace, g);
-  const Packing packs = PackKernels(g, trace.names, PackOptions{opt.pack_ms * 1e6});
+  const ReplayResult replay = ReplayMeasured(g);
+  Analysis a = Analyze(trace, g, replay);
+  const Packing packs = PackKernels(g, trace.names, replay, PackOptions{opt.pack_ms * 1e6});
   const Json pj = PackJson(packs, opt.pack_ms);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

@@ -64,12 +64,14 @@ void Fill(const Accum& a, SpanStats* s) {
 
 }  // namespace
 
-Analysis Analyze(const Trace& trace, const Graph& g) {
+Analysis Analyze(const Trace& trace, const Graph& g) { return Analyze(trace, g, ReplayMeasured(g)); }
+
+Analysis Analyze(const Trace& trace, const Graph& g, const ReplayResult& replay) {
   const size_t n = g.nodes();
-  std::vector<double> finish(n), latest(n);
-  std::vector<uint32_t> crit(n);
-  double end = Replay(g, g.duration, finish, crit);
-  LatestFinish(g, g.duration, end, latest);
+  const std::vector<double>& finish = replay.finish;
+  const std::vector<double>& latest = replay.latest;
+  const std::vector<uint32_t>& crit = replay.crit_pred;
+  const double end = replay.end;
 
   Analysis out;
   const size_t ranks = trace.ranks.size();

@@ -9,6 +9,7 @@
 
 #include "graph/builder.h"
 #include "graph/graph.h"
+#include "graph/replay.h"
 #include "trace/trace.h"
 
 namespace emo {
@@ -57,6 +58,8 @@ struct Analysis {
   std::vector<uint32_t> critical_nodes;  // node ids, first to last
 };
 
+// `replay` is ReplayMeasured(g); the second form computes it.
+Analysis Analyze(const Trace& trace, const Graph& g, const ReplayResult& replay);
 Analysis Analyze(const Trace& trace, const Graph& g);
 
 }  // namespace emo

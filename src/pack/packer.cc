@@ -30,10 +30,13 @@ uint64_t HashNames(const Graph& g, const StringTable& names, std::span<const uin
 }  // namespace
 
 Packing PackKernels(const Graph& g, const StringTable& names, const PackOptions& options) {
+  return PackKernels(g, names, ReplayMeasured(g), options);
+}
+
+Packing PackKernels(const Graph& g, const StringTable& names, const ReplayResult& replay, const PackOptions& options) {
   const size_t n = g.nodes();
-  std::vector<double> finish(n);
-  std::vector<uint32_t> crit(n);
-  Replay(g, g.duration, finish, crit);
+  const std::vector<double>& finish = replay.finish;
+  const std::vector<uint32_t>& crit = replay.crit_pred;
   auto same_stream = [&](uint32_t a, uint32_t b) {
     return IsGpu(g.kind[a]) && IsGpu(g.kind[b]) && g.rank[a] == g.rank[b] && g.lane[a] == g.lane[b];
   };

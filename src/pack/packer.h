@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/replay.h"
 #include "trace/trace.h"
 
 namespace emo {
@@ -43,7 +44,10 @@ struct Packing {
   size_t unique_packs() const;
 };
 
-// Packs the kernels of `g`, whose names are in `names`, replaying it at its durations.
+// Packs the kernels of `g`, whose names are in `names`, from its replay at its durations
+// (`replay` is ReplayMeasured(g); the second form computes it).
+Packing PackKernels(const Graph& g, const StringTable& names, const ReplayResult& replay,
+                    const PackOptions& options = {});
 Packing PackKernels(const Graph& g, const StringTable& names, const PackOptions& options = {});
 
 }  // namespace emo

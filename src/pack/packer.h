@@ -44,6 +44,17 @@ struct Packing {
   size_t unique_packs() const;
 };
 
+// What packing made of the kernels, for reports: how many packs, how many distinct ones need
+// profiling, and how much kernel time sits in packs of several kernels.
+struct PackSummary {
+  size_t kernels = 0;
+  size_t packs = 0;
+  size_t unique = 0;
+  double median_span_ms = 0;           // first member's start to last member's end
+  double multi_kernel_time_share = 0;  // share of kernel time in packs of several kernels
+};
+PackSummary Summarize(const Packing& p);
+
 // Packs the kernels of `g`, whose names are in `names`, from its replay at its durations
 // (`replay` is ReplayMeasured(g); the second form computes it).
 Packing PackKernels(const Graph& g, const StringTable& names, const ReplayResult& replay,

@@ -24,11 +24,25 @@ check "emo analyze --help mentions --json" grep -q -- --json "$tmp/ahelp"
 if [ -d "$traces" ]; then
   "$emo" analyze --json "$traces/HolisticTraceAnalysis/critical_path/simple_add" >"$tmp/out.json" 2>"$tmp/err"
   check "analyze --json exits 0" test $? -eq 0
-  for key in ranks nodes edges observed_ms replayed_ms replay_error critical_path gpu_slack_ms packing; do
+  for key in ranks nodes edges observed_ms replayed_ms replay_error critical_path slack packing; do
     check "JSON has key $key" python3 -c "import json,sys; d=json.load(open('$tmp/out.json')); sys.exit(0 if '$key' in d else 1)"
   done
   "$emo" analyze "$traces/param/dlrm_kineto" >"$tmp/out.txt" 2>&1
   check "analyze text over 8 ranks" grep -q "rank 7" "$tmp/out.txt"
+  # The text and the JSON render one result: the total's slack line and the packing line carry
+  # the JSON's numbers.
+  "$emo" analyze --json "$traces/param/dlrm_kineto" >"$tmp/dlrm.json" 2>/dev/null
+  check "analyze text and JSON agree on slack and packing" python3 -c "
+import json, sys
+d = json.load(open('$tmp/dlrm.json'))
+s, p = d['slack'], d['packing']
+text = open('$tmp/out.txt').read()
+slack = ('total\n' in text and text.split('total\n')[1].count(
+    'GPU kernel time {:.3f} ms: {:.1f} % off the critical path, {:.1f} % with slack >= 1 ms, {:.1f} % with slack >= 5 ms'
+    .format(s['kernel_ms'], 100 * s['off_critical_share'], 100 * s['slack_ge_1ms_share'], 100 * s['slack_ge_5ms_share'])) == 1)
+pack = '{} kernels in {} packs, {} unique; median span {:.3f} ms; {:.1f} % of kernel time'.format(
+    p['kernels'], p['packs'], p['unique'], p['median_span_ms'], 100 * p['multi_kernel_time_share']) in text
+sys.exit(0 if slack and pack else 1)"
 fi
 
 if [ -d "$workloads" ]; then

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "graph/analysis.h"
 #include "graph/replay.h"
 #include "test_util.h"
 
@@ -209,6 +210,48 @@ TEST(GraphBuilder, CollectiveJoinsRanks) {
   WhatIf::Change c{l1, 12000, 0};
   EXPECT_DOUBLE_EQ(w.Evaluate(std::span(&c, 1)).end, 115000);
   EXPECT_DOUBLE_EQ(w.finish()[n0], 115000);
+}
+
+// Slack of compute kernels: latest minus earliest start in the replay; the report weighs kernels
+// by their time. Launch latency 5 (every launch is to an idle stream but K4's, queued behind K3).
+// Thread: L1 [0,10] L2 [20,30] L3 [40,50] L4 [60,70] L5 [80,90]
+// Stream 7:  K1 [15,10015]                      end of the graph: 10015
+// Stream 8:  K2 [35,9535]                       slack 10015 - 9535 = 480
+// Stream 9:  K3 [55,4055] K4 [4055,7055]        K4: 10015 - 7055 = 2960; K3 must end by K4's
+//                                               latest start 10015 - 3000: 7015 - 4055 = 2960
+// Stream 10: K5 [95,1095]                       slack 10015 - 1095 = 8920
+// K3 and K4 share their 2960 µs: slowing one uses it up for the other, so slack is not summed.
+// Kernel time 10000 + 9500 + 4000 + 3000 + 1000 = 27500 µs = 27.5 ms. Off the critical path (all
+// but K1): 17.5 ms; slack >= 1 ms (K3, K4, K5): 8 ms; slack >= 5 ms (K5): 1 ms.
+TEST(GraphAnalysis, SlackSharesOfKernelTime) {
+  Trace t;
+  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaLaunchKernel", 20, 10, 2),
+                           Call("cudaLaunchKernel", 40, 10, 3), Call("cudaLaunchKernel", 60, 10, 4),
+                           Call("cudaLaunchKernel", 80, 10, 5), Kernel("K1", 7, 15, 10000, 1),
+                           Kernel("K2", 8, 35, 9500, 2), Kernel("K3", 9, 55, 4000, 3), Kernel("K4", 9, 4055, 3000, 4),
+                           Kernel("K5", 10, 95, 1000, 5)}),
+                &t);
+  Graph g;
+  Build(t, &g);
+  const ReplayResult r = ReplayMeasured(g);
+  EXPECT_DOUBLE_EQ(r.end, 10015000);  // ns from the first event
+  auto slack_us = [&](const char* k) {
+    const uint32_t v = FindNode(t, g, k);
+    return (r.latest[v] - r.finish[v]) / 1000;
+  };
+  EXPECT_DOUBLE_EQ(slack_us("K1"), 0);
+  EXPECT_DOUBLE_EQ(slack_us("K2"), 480);
+  EXPECT_DOUBLE_EQ(slack_us("K3"), 2960);
+  EXPECT_DOUBLE_EQ(slack_us("K4"), 2960);
+  EXPECT_DOUBLE_EQ(slack_us("K5"), 8920);
+
+  const Analysis a = Analyze(t, g, r);
+  const SlackStats& s = a.total.slack;
+  EXPECT_DOUBLE_EQ(s.kernel_ms, 27.5);
+  EXPECT_DOUBLE_EQ(s.Share(s.off_critical_ms), 17.5 / 27.5);  // 0.636
+  EXPECT_DOUBLE_EQ(s.Share(s.slack_ge_1ms_ms), 8 / 27.5);     // 0.291
+  EXPECT_DOUBLE_EQ(s.Share(s.slack_ge_5ms_ms), 1 / 27.5);     // 0.036
+  EXPECT_DOUBLE_EQ(a.ranks[0].slack.kernel_ms, 27.5);
 }
 
 // Two stream waits whose sync records point at each other's later work form a cycle, which the

@@ -3,10 +3,11 @@
 
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "graph/analysis.h"
 #include "graph/builder.h"
@@ -18,6 +19,23 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// Everything `emo analyze` reports, computed once; the text and the JSON only render it, so both
+// show the same numbers.
+struct AnalyzeResult {
+  struct Rank {
+    int32_t rank = 0;
+    std::string source, gpu;
+    int64_t events = 0;
+  };
+  std::vector<Rank> ranks;  // parallel to build.ranks and analysis.ranks
+  size_t nodes = 0, edges = 0;
+  BuildReport build;
+  Analysis analysis;
+  double pack_ms = 0;       // --pack-ms
+  PackSummary packing;
+  double seconds = 0;       // load to report
+};
+
 Json CountsJson(const SpanStats& s) {
   Json nodes = Json::object(), edges = Json::object();
   for (int k = 0; k < kNodeKinds; ++k) nodes[NodeKindName(static_cast<NodeKind>(k))] = s.nodes[k];
@@ -25,14 +43,22 @@ Json CountsJson(const SpanStats& s) {
   return {{"nodes", nodes}, {"edges", edges}};
 }
 
+Json SlackJson(const SlackStats& s) {
+  return {{"kernel_ms", s.kernel_ms},
+          {"off_critical_share", s.Share(s.off_critical_ms)},
+          {"slack_ge_1ms_share", s.Share(s.slack_ge_1ms_ms)},
+          {"slack_ge_5ms_share", s.Share(s.slack_ge_5ms_ms)}};
+}
+
+// The span's figures after its node and edge counts.
 Json SpanJson(const SpanStats& s) {
-  Json j = CountsJson(s);
+  Json j;
   j["observed_ms"] = s.observed_ms;
   j["replayed_ms"] = s.replayed_ms;
   j["replay_error"] = s.replay_error;
   j["gpu_start_error_p50_us"] = s.start_error_p50_us;
   j["gpu_start_error_p95_us"] = s.start_error_p95_us;
-  j["gpu_slack_ms"] = s.gpu_slack_ms;
+  j["slack"] = SlackJson(s.slack);
   j["iterations"] = s.iterations;
   j["iteration_ms"] = s.iteration_ms;
   j["overlap"] = {{"compute_ms", s.overlap.compute_ms},
@@ -42,23 +68,51 @@ Json SpanJson(const SpanStats& s) {
   return j;
 }
 
-// What packing made of the kernels: how many packs, how many distinct ones need profiling, and
-// how much kernel time sits in packs of several kernels.
-Json PackJson(const Packing& p, double max_ms) {
-  std::vector<double> spans;
-  double busy = 0, multi = 0;
-  for (size_t k = 0; k < p.packs(); ++k) {
-    spans.push_back((p.end_ns[k] - p.start_ns[k]) / 1e6);
-    busy += p.busy_ns[k];
-    if (p.member_begin[k + 1] - p.member_begin[k] > 1) multi += p.busy_ns[k];
-  }
-  std::sort(spans.begin(), spans.end());
+Json PackJson(const PackSummary& p, double max_ms) {
   return {{"max_ms", max_ms},
-          {"kernels", p.members.size()},
-          {"packs", p.packs()},
-          {"unique", p.unique_packs()},
-          {"median_span_ms", spans.empty() ? 0 : spans[spans.size() / 2]},
-          {"multi_kernel_time_share", busy > 0 ? multi / busy : 0}};
+          {"kernels", p.kernels},
+          {"packs", p.packs},
+          {"unique", p.unique},
+          {"median_span_ms", p.median_span_ms},
+          {"multi_kernel_time_share", p.multi_kernel_time_share}};
+}
+
+Json ToJson(const AnalyzeResult& res) {
+  Json j;
+  Json ranks = Json::array();
+  for (size_t r = 0; r < res.ranks.size(); ++r) {
+    const AnalyzeResult::Rank& rk = res.ranks[r];
+    const RankBuildReport& br = res.build.ranks[r];
+    Json x = {{"rank", rk.rank}, {"source", rk.source}, {"gpu", rk.gpu}, {"events", rk.events}};
+    x.update(CountsJson(res.analysis.ranks[r]));
+    x.update(SpanJson(res.analysis.ranks[r]));
+    x["launch_latency_us"] = br.launch_latency_ns / 1e3;
+    x["copy_latency_us"] = br.copy_latency_ns / 1e3;
+    x["pageable_copy_latency_us"] = br.pageable_copy_latency_ns / 1e3;
+    x["sync_return_us"] = br.sync_return_ns / 1e3;
+    x["waits"] = {{"exact", br.waits_exact}, {"inferred", br.waits_inferred}, {"unresolved", br.waits_unresolved}};
+    x["collectives"] = {{"matched", br.collectives_matched}, {"unmatched", br.collectives_unmatched}};
+    x["ops_without_launch"] = br.ops_without_launch;
+    ranks.push_back(x);
+  }
+  j["ranks"] = ranks;
+  const Json counts = CountsJson(res.analysis.total);
+  j["nodes"] = res.nodes;
+  j["edges"] = res.edges;
+  j["nodes_by_kind"] = counts["nodes"];
+  j["edges_by_kind"] = counts["edges"];
+  j.update(SpanJson(res.analysis.total));
+  const CriticalPathStats& cp = res.analysis.critical_path;
+  Json by_kind = Json::object();
+  for (int k = 0; k < kNodeKinds; ++k) by_kind[NodeKindName(static_cast<NodeKind>(k))] = cp.by_kind_ms[k];
+  Json by_lane = Json::array();
+  for (const auto& l : cp.by_lane) by_lane.push_back({{"lane", l.name}, {"ms", l.ms}});
+  j["critical_path"] = {{"ms", cp.total_ms}, {"nodes", cp.nodes}, {"by_kind_ms", by_kind},
+                        {"edge_latency_ms", cp.edge_latency_ms}, {"idle_ms", cp.idle_ms}, {"by_lane_ms", by_lane}};
+  j["packing"] = PackJson(res.packing, res.pack_ms);
+  j["notes"] = res.build.notes;
+  j["seconds"] = res.seconds;
+  return j;
 }
 
 int64_t Sum(const auto& a) {
@@ -67,7 +121,7 @@ int64_t Sum(const auto& a) {
   return s;
 }
 
-void PrintSpan(const char* title, const SpanStats& s) {
+void PrintSpan(const std::string& title, const SpanStats& s) {
   fmt::print("{}\n", title);
   fmt::print("  nodes {:>9}:", Sum(s.nodes));
   for (int k = 0; k < kNodeKinds; ++k)
@@ -79,10 +133,41 @@ void PrintSpan(const char* title, const SpanStats& s) {
              100 * s.replay_error);
   fmt::print("  GPU op start error: median {:.1f} us, p95 {:.1f} us\n", s.start_error_p50_us, s.start_error_p95_us);
   fmt::print("  iterations {}, mean observed {:.3f} ms\n", s.iterations, s.iteration_ms);
-  fmt::print("  GPU kernel slack {:.3f} ms\n", s.gpu_slack_ms);
+  const SlackStats& sl = s.slack;
+  fmt::print("  GPU kernel time {:.3f} ms: {:.1f} % off the critical path, {:.1f} % with slack >= 1 ms, {:.1f} % "
+             "with slack >= 5 ms\n",
+             sl.kernel_ms, 100 * sl.Share(sl.off_critical_ms), 100 * sl.Share(sl.slack_ge_1ms_ms),
+             100 * sl.Share(sl.slack_ge_5ms_ms));
   const Overlap& o = s.overlap;
   fmt::print("  compute {:.3f} ms, overlapping: communication {:.3f} ms, CPU work {:.3f} ms, other GPUs {:.3f} ms\n",
              o.compute_ms, o.with_comm_ms, o.with_cpu_ms, o.with_other_gpus_ms);
+}
+
+void PrintText(const AnalyzeResult& res) {
+  for (size_t r = 0; r < res.ranks.size(); ++r) {
+    const AnalyzeResult::Rank& rk = res.ranks[r];
+    const RankBuildReport& br = res.build.ranks[r];
+    PrintSpan(fmt::format("rank {} ({}{}{})", rk.rank, rk.source, rk.gpu.empty() ? "" : ", ", rk.gpu),
+              res.analysis.ranks[r]);
+    fmt::print("  launch latency {:.1f} us, sync return {:.1f} us; waits exact {}, inferred {}, unresolved {}; "
+               "collectives matched {}, unmatched {}\n",
+               br.launch_latency_ns / 1e3, br.sync_return_ns / 1e3, br.waits_exact, br.waits_inferred,
+               br.waits_unresolved, br.collectives_matched, br.collectives_unmatched);
+  }
+  if (res.ranks.size() > 1) PrintSpan("total", res.analysis.total);
+  const CriticalPathStats& cp = res.analysis.critical_path;
+  fmt::print("critical path {:.3f} ms over {} nodes:", cp.total_ms, cp.nodes);
+  for (int k = 0; k < kNodeKinds; ++k)
+    if (cp.by_kind_ms[k] > 0) fmt::print(" {} {:.3f}", NodeKindName(static_cast<NodeKind>(k)), cp.by_kind_ms[k]);
+  fmt::print(", edge latency {:.3f}, idle {:.3f} (ms)\n", cp.edge_latency_ms, cp.idle_ms);
+  for (size_t i = 0; i < cp.by_lane.size() && i < 8; ++i)
+    fmt::print("  {:<24} {:10.3f} ms\n", cp.by_lane[i].name, cp.by_lane[i].ms);
+  const PackSummary& p = res.packing;
+  fmt::print("packing (at most {} ms): {} kernels in {} packs, {} unique; median span {:.3f} ms; {:.1f} % of kernel "
+             "time in packs of several kernels\n",
+             res.pack_ms, p.kernels, p.packs, p.unique, p.median_span_ms, 100 * p.multi_kernel_time_share);
+  for (const std::string& n : res.build.notes) fmt::print("note: {}\n", n);
+  fmt::print("analyzed in {:.3f} s\n", res.seconds);
 }
 
 }  // namespace
@@ -104,80 +189,23 @@ int RunAnalyze(const AnalyzeOptions& opt) {
   }
   if (opt.progress) fmt::print(stderr, "emo: building the execution graph\n");
   Graph g;
-  BuildReport report;
-  if (!BuildGraph(trace, &g, &report, &err)) {
+  AnalyzeResult res;
+  if (!BuildGraph(trace, &g, &res.build, &err)) {
     fmt::print(stderr, "emo analyze: {}\n", err);
     return 1;
   }
-  Analysis a = Analyze(trace, g);
-  const Packing packs = PackKernels(g, trace.names, PackOptions{opt.pack_ms * 1e6});
-  const Json pj = PackJson(packs, opt.pack_ms);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const RankTrace& rt : trace.ranks) res.ranks.push_back({rt.rank, rt.source, rt.gpu_name, rt.events_read});
+  res.nodes = g.nodes();
+  res.edges = g.edges();
+  // One replay serves both the analysis and the packing.
+  const ReplayResult replay = ReplayMeasured(g);
+  res.analysis = Analyze(trace, g, replay);
+  res.pack_ms = opt.pack_ms;
+  res.packing = Summarize(PackKernels(g, trace.names, replay, PackOptions{opt.pack_ms * 1e6}));
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  if (opt.json) {
-    Json j;
-    Json ranks = Json::array();
-    for (size_t r = 0; r < trace.ranks.size(); ++r) {
-      const RankTrace& rt = trace.ranks[r];
-      const RankBuildReport& br = report.ranks[r];
-      Json x = {{"rank", rt.rank}, {"source", rt.source}, {"gpu", rt.gpu_name}, {"events", rt.events_read}};
-      x.update(SpanJson(a.ranks[r]));
-      x["launch_latency_us"] = br.launch_latency_ns / 1e3;
-      x["copy_latency_us"] = br.copy_latency_ns / 1e3;
-      x["pageable_copy_latency_us"] = br.pageable_copy_latency_ns / 1e3;
-      x["sync_return_us"] = br.sync_return_ns / 1e3;
-      x["waits"] = {{"exact", br.waits_exact}, {"inferred", br.waits_inferred}, {"unresolved", br.waits_unresolved}};
-      x["collectives"] = {{"matched", br.collectives_matched}, {"unmatched", br.collectives_unmatched}};
-      x["ops_without_launch"] = br.ops_without_launch;
-      ranks.push_back(x);
-    }
-    j["ranks"] = ranks;
-    Json total = SpanJson(a.total);
-    j["nodes"] = g.nodes();
-    j["edges"] = g.edges();
-    j["nodes_by_kind"] = total["nodes"];
-    j["edges_by_kind"] = total["edges"];
-    total.erase("nodes");
-    total.erase("edges");
-    for (auto& [k, v] : total.items()) j[k] = v;
-    const CriticalPathStats& cp = a.critical_path;
-    Json by_kind = Json::object();
-    for (int k = 0; k < kNodeKinds; ++k) by_kind[NodeKindName(static_cast<NodeKind>(k))] = cp.by_kind_ms[k];
-    Json by_lane = Json::array();
-    for (const auto& l : cp.by_lane) by_lane.push_back({{"lane", l.name}, {"ms", l.ms}});
-    j["critical_path"] = {{"ms", cp.total_ms}, {"nodes", cp.nodes}, {"by_kind_ms", by_kind},
-                          {"edge_latency_ms", cp.edge_latency_ms}, {"idle_ms", cp.idle_ms}, {"by_lane_ms", by_lane}};
-    j["packing"] = pj;
-    j["notes"] = report.notes;
-    j["seconds"] = seconds;
-    fmt::print("{}\n", j.dump(2));
-    return 0;
-  }
-
-  for (size_t r = 0; r < trace.ranks.size(); ++r) {
-    const RankTrace& rt = trace.ranks[r];
-    const RankBuildReport& br = report.ranks[r];
-    PrintSpan(fmt::format("rank {} ({}{}{})", rt.rank, rt.source, rt.gpu_name.empty() ? "" : ", ", rt.gpu_name).c_str(),
-              a.ranks[r]);
-    fmt::print("  launch latency {:.1f} us, sync return {:.1f} us; waits exact {}, inferred {}, unresolved {}; "
-               "collectives matched {}, unmatched {}\n",
-               br.launch_latency_ns / 1e3, br.sync_return_ns / 1e3, br.waits_exact, br.waits_inferred,
-               br.waits_unresolved, br.collectives_matched, br.collectives_unmatched);
-  }
-  if (trace.ranks.size() > 1) PrintSpan("total", a.total);
-  const CriticalPathStats& cp = a.critical_path;
-  fmt::print("critical path {:.3f} ms over {} nodes:", cp.total_ms, cp.nodes);
-  for (int k = 0; k < kNodeKinds; ++k)
-    if (cp.by_kind_ms[k] > 0) fmt::print(" {} {:.3f}", NodeKindName(static_cast<NodeKind>(k)), cp.by_kind_ms[k]);
-  fmt::print(", edge latency {:.3f}, idle {:.3f} (ms)\n", cp.edge_latency_ms, cp.idle_ms);
-  for (size_t i = 0; i < cp.by_lane.size() && i < 8; ++i)
-    fmt::print("  {:<24} {:10.3f} ms\n", cp.by_lane[i].name, cp.by_lane[i].ms);
-  fmt::print("packing (at most {} ms): {} kernels in {} packs, {} unique; median span {:.3f} ms; {:.1f} % of kernel "
-             "time in packs of several kernels\n",
-             opt.pack_ms, pj["kernels"].get<size_t>(), pj["packs"].get<size_t>(), pj["unique"].get<size_t>(),
-             pj["median_span_ms"].get<double>(), 100 * pj["multi_kernel_time_share"].get<double>());
-  for (const std::string& n : report.notes) fmt::print("note: {}\n", n);
-  fmt::print("analyzed in {:.3f} s\n", seconds);
+  if (opt.json) fmt::print("{}\n", ToJson(res).dump(2));
+  else PrintText(res);
   return 0;
 }
 

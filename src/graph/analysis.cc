@@ -64,12 +64,14 @@ void Fill(const Accum& a, SpanStats* s) {
 
 }  // namespace
 
-Analysis Analyze(const Trace& trace, const Graph& g) {
+Analysis Analyze(const Trace& trace, const Graph& g) { return Analyze(trace, g, ReplayMeasured(g)); }
+
+Analysis Analyze(const Trace& trace, const Graph& g, const ReplayResult& replay) {
   const size_t n = g.nodes();
-  std::vector<double> finish(n), latest(n);
-  std::vector<uint32_t> crit(n);
-  double end = Replay(g, g.duration, finish, crit);
-  LatestFinish(g, g.duration, end, latest);
+  const std::vector<double>& finish = replay.finish;
+  const std::vector<double>& latest = replay.latest;
+  const std::vector<uint32_t>& crit = replay.crit_pred;
+  const double end = replay.end;
 
   Analysis out;
   const size_t ranks = trace.ranks.size();
@@ -99,9 +101,14 @@ Analysis Analyze(const Trace& trace, const Graph& g) {
     }
     if (k == NodeKind::kKernel) {
       acc[r].compute.emplace_back(start, finish[v]);
-      double slack = std::max(0.0, latest[v] - finish[v]) / 1e6;
-      out.ranks[r].gpu_slack_ms += slack;
-      out.total.gpu_slack_ms += slack;
+      // Latest minus earliest completion equals latest minus earliest start: the duration is fixed.
+      const double slack_ns = latest[v] - finish[v], ms = g.duration[v] / 1e6;
+      for (SlackStats* sl : {&out.ranks[r].slack, &out.total.slack}) {
+        sl->kernel_ms += ms;
+        if (slack_ns > 0) sl->off_critical_ms += ms;
+        if (slack_ns >= 1e6) sl->slack_ge_1ms_ms += ms;
+        if (slack_ns >= 5e6) sl->slack_ge_5ms_ms += ms;
+      }
     } else if (k == NodeKind::kComm) {
       acc[r].comm.emplace_back(start, finish[v]);
     } else if (IsCpu(k)) {

@@ -9,6 +9,7 @@
 
 #include "graph/builder.h"
 #include "graph/graph.h"
+#include "graph/replay.h"
 #include "trace/trace.h"
 
 namespace emo {
@@ -20,6 +21,20 @@ struct Overlap {
   double with_other_gpus_ms = 0;  // ... while other ranks' compute kernels run
 };
 
+// How much GPU compute time could run slower without delaying the replayed end. A compute
+// kernel's slack is its latest start minus its earliest start in the replay at measured durations
+// (ReplayResult: latest minus earliest completion; the duration is the same): how much later it
+// could start, or how much longer it could run, alone, before the end of the whole replayed trace
+// moves. Kernels in one chain share their slack, so slack does not add up over kernels; the shares
+// below weigh each kernel by its duration instead.
+struct SlackStats {
+  double kernel_ms = 0;          // sum of compute-kernel durations (concurrent kernels each count)
+  double off_critical_ms = 0;    // ... of kernels with slack > 0 (on no critical path)
+  double slack_ge_1ms_ms = 0;    // ... of kernels with slack >= 1 ms
+  double slack_ge_5ms_ms = 0;    // ... of kernels with slack >= 5 ms, a clock change's least latency
+  double Share(double ms) const { return kernel_ms > 0 ? ms / kernel_ms : 0; }
+};
+
 struct SpanStats {
   std::array<int64_t, kNodeKinds> nodes{};
   std::array<int64_t, kEdgeKinds> edges{};
@@ -28,7 +43,7 @@ struct SpanStats {
   double replay_error = 0;    // (replayed - observed) / observed
   double start_error_p50_us = 0;  // |replayed - observed| start of GPU ops
   double start_error_p95_us = 0;
-  double gpu_slack_ms = 0;    // sum over compute kernels of latest - earliest completion
+  SlackStats slack;
   Overlap overlap;
   int64_t iterations = 0;     // ProfilerStep/NVTX markers; 1 (the whole trace) when there are none
   double iteration_ms = 0;    // their mean observed duration
@@ -57,6 +72,8 @@ struct Analysis {
   std::vector<uint32_t> critical_nodes;  // node ids, first to last
 };
 
+// `replay` is ReplayMeasured(g); the second form computes it.
+Analysis Analyze(const Trace& trace, const Graph& g, const ReplayResult& replay);
 Analysis Analyze(const Trace& trace, const Graph& g);
 
 }  // namespace emo

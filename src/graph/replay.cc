@@ -58,6 +58,16 @@ std::vector<uint32_t> CriticalPath(std::span<const double> finish, std::span<con
   return path;
 }
 
+ReplayResult ReplayMeasured(const Graph& g) {
+  ReplayResult r;
+  r.finish.resize(g.nodes());
+  r.crit_pred.resize(g.nodes());
+  r.latest.resize(g.nodes());
+  r.end = Replay(g, g.duration, r.finish, r.crit_pred);
+  LatestFinish(g, g.duration, r.end, r.latest);
+  return r;
+}
+
 WhatIf::WhatIf(const Graph& g, std::vector<double> energy)
     : g_(g), duration_(g.duration), energy_(std::move(energy)), finish_(g.nodes()) {
   energy_.resize(g.nodes(), 0.0);

@@ -29,6 +29,15 @@ void LatestFinish(const Graph& g, std::span<const double> duration, double end, 
 // predecessors.
 std::vector<uint32_t> CriticalPath(std::span<const double> finish, std::span<const uint32_t> crit_pred);
 
+// Both passes at the graph's measured durations: what analysis and packing read, computed once.
+struct ReplayResult {
+  double end = 0;                   // ns, max completion time
+  std::vector<double> finish;       // per node: earliest completion (forward pass)
+  std::vector<uint32_t> crit_pred;  // per node: critical predecessor, or kNoPred
+  std::vector<double> latest;       // per node: latest completion that keeps `end` (backward pass)
+};
+ReplayResult ReplayMeasured(const Graph& g);
+
 // Repeated what-if evaluation on one graph: given new durations and energies for a subset of
 // nodes, the end-to-end time and the total energy. Steady state allocates nothing.
 class WhatIf {

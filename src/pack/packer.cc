@@ -1,6 +1,7 @@
 // packer.cc — greedy packing of consecutive kernels along their streams.
 #include "pack/packer.h"
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <utility>
@@ -13,6 +14,24 @@ size_t Packing::unique_packs() const {
   size_t n = 0;
   for (size_t p = 0; p < unique.size(); ++p) n += unique[p] == p;
   return n;
+}
+
+PackSummary Summarize(const Packing& p) {
+  std::vector<double> spans;
+  double busy = 0, multi = 0;
+  for (size_t k = 0; k < p.packs(); ++k) {
+    spans.push_back((p.end_ns[k] - p.start_ns[k]) / 1e6);
+    busy += p.busy_ns[k];
+    if (p.member_begin[k + 1] - p.member_begin[k] > 1) multi += p.busy_ns[k];
+  }
+  std::sort(spans.begin(), spans.end());
+  PackSummary s;
+  s.kernels = p.members.size();
+  s.packs = p.packs();
+  s.unique = p.unique_packs();
+  s.median_span_ms = spans.empty() ? 0 : spans[spans.size() / 2];
+  s.multi_kernel_time_share = busy > 0 ? multi / busy : 0;
+  return s;
 }
 
 namespace {
@@ -30,10 +49,13 @@ uint64_t HashNames(const Graph& g, const StringTable& names, std::span<const uin
 }  // namespace
 
 Packing PackKernels(const Graph& g, const StringTable& names, const PackOptions& options) {
+  return PackKernels(g, names, ReplayMeasured(g), options);
+}
+
+Packing PackKernels(const Graph& g, const StringTable& names, const ReplayResult& replay, const PackOptions& options) {
   const size_t n = g.nodes();
-  std::vector<double> finish(n);
-  std::vector<uint32_t> crit(n);
-  Replay(g, g.duration, finish, crit);
+  const std::vector<double>& finish = replay.finish;
+  const std::vector<uint32_t>& crit = replay.crit_pred;
   auto same_stream = [&](uint32_t a, uint32_t b) {
     return IsGpu(g.kind[a]) && IsGpu(g.kind[b]) && g.rank[a] == g.rank[b] && g.lane[a] == g.lane[b];
   };

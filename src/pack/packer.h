@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/replay.h"
 #include "trace/trace.h"
 
 namespace emo {
@@ -43,7 +44,21 @@ struct Packing {
   size_t unique_packs() const;
 };
 
-// Packs the kernels of `g`, whose names are in `names`, replaying it at its durations.
+// What packing made of the kernels, for reports: how many packs, how many distinct ones need
+// profiling, and how much kernel time sits in packs of several kernels.
+struct PackSummary {
+  size_t kernels = 0;
+  size_t packs = 0;
+  size_t unique = 0;
+  double median_span_ms = 0;           // first member's start to last member's end
+  double multi_kernel_time_share = 0;  // share of kernel time in packs of several kernels
+};
+PackSummary Summarize(const Packing& p);
+
+// Packs the kernels of `g`, whose names are in `names`, from its replay at its durations
+// (`replay` is ReplayMeasured(g); the second form computes it).
+Packing PackKernels(const Graph& g, const StringTable& names, const ReplayResult& replay,
+                    const PackOptions& options = {});
 Packing PackKernels(const Graph& g, const StringTable& names, const PackOptions& options = {});
 
 }  // namespace emo

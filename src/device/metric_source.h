@@ -52,7 +52,7 @@ struct KernelRange {
 struct ProfileCost {
   int64_t ranges = 0;           // ranges profiled
   int64_t passes = 0;           // replay passes, summed over ranges
-  int64_t kernels_replayed = 0; // kernel executions spent in replay passes
+  int64_t kernels_profiled = 0; // kernel executions under the profiler, summed over passes
   double overhead_s = 0;        // run time the profiling added
 };
 

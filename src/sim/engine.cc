@@ -87,7 +87,7 @@ struct alignas(64) Item {
   double ready = 0;         // earliest start
   double bytes = 0;
   double noise = 1;
-  int64_t seq = -1;         // collective: order within its group on this rank
+  int64_t seq = -1;         // collective: order within its group on this rank; kernel: launch ordinal on its GPU
   int64_t correlation = -1;
   int32_t kernel = -1;
   int32_t event = -1;
@@ -182,6 +182,9 @@ struct Gpu {
   double tel_time = 0, tel_energy = 0, tel_busy = 0, tel_mem_busy = 0;
   bool counting = false;                      // a counter range is open
   CounterValues counters;
+  int64_t kernels_launched = 0;               // compute kernels launched so far: the next one's ordinal
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // profiled ranges of launch ordinals, sorted, disjoint
+  std::vector<CounterValues> range_counters;        // one per range
 };
 
 struct EventState {
@@ -495,6 +498,7 @@ struct Engine::State {
         it.kernel = in.kernel;
         it.correlation = corr;
         it.noise = Noise();
+        if (in.op == Op::kLaunch) it.seq = gpus[static_cast<size_t>(th.rank)].kernels_launched++;
         if (in.op == Op::kCollective) {
           it.group = in.group;
           it.seq = group_seq[static_cast<size_t>(th.rank)][static_cast<size_t>(in.group)]++;
@@ -749,11 +753,20 @@ struct Engine::State {
     Recompute(st.rank);
     ++ops_executed;
     const Item& it = st.q.front();
-    if (g.counting && it.kind == Item::kKernel) {
-      const KernelTraits& k = p.kernels[static_cast<size_t>(it.kernel)].traits;
-      const KernelCost cost_now = EvaluateKernel(*spec, k, spec->sm_clocks_mhz[g.effective_ci]);
-      g.counters.Add(KernelCounters(*g.spec, k, cost_now, (now - st.current_start) * 1e-9,
-                                    [&](int) { return std::max(0.9, 1 + 0.01 * Normal()); }));
+    if (it.kind == Item::kKernel && (g.counting || !g.ranges.empty())) {
+      // The range (by launch ordinal) this kernel belongs to, if any.
+      CounterValues* range = nullptr;
+      auto r = std::upper_bound(g.ranges.begin(), g.ranges.end(), std::pair<int64_t, int64_t>(it.seq, INT64_MAX));
+      if (r != g.ranges.begin() && std::prev(r)->second >= it.seq)
+        range = &g.range_counters[static_cast<size_t>(std::prev(r) - g.ranges.begin())];
+      if (g.counting || range) {
+        const KernelTraits& k = p.kernels[static_cast<size_t>(it.kernel)].traits;
+        const KernelCost cost_now = EvaluateKernel(*spec, k, spec->sm_clocks_mhz[g.effective_ci]);
+        const CounterValues c = KernelCounters(*g.spec, k, cost_now, (now - st.current_start) * 1e-9,
+                                               [&](int) { return std::max(0.9, 1 + 0.01 * Normal()); });
+        if (g.counting) g.counters.Add(c);
+        if (range) range->Add(c);
+      }
     }
     if (opt.record_trace) {
       GpuOp o;
@@ -1018,6 +1031,16 @@ CounterValues Engine::StopCounters(int gpu) {
   g.counting = false;
   return g.counters;
 }
+void Engine::ProfileRanges(int gpu, std::vector<std::pair<int64_t, int64_t>> ranges) {
+  Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  std::sort(ranges.begin(), ranges.end());
+  g.ranges = std::move(ranges);
+  g.range_counters.assign(g.ranges.size(), CounterValues{});
+}
+const std::vector<CounterValues>& Engine::RangeCounters(int gpu) const {
+  return s_->gpus[static_cast<size_t>(gpu)].range_counters;
+}
+int64_t Engine::kernels_launched(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].kernels_launched; }
 const std::vector<double>& Engine::iteration_starts() const { return s_->iteration_starts; }
 double Engine::end_ns() const { return s_->end; }
 int64_t Engine::gpu_ops_executed() const { return s_->ops_executed; }

@@ -66,6 +66,12 @@ class Engine {
   // StartCounters and StopCounters, with about 1 % measurement noise.
   void StartCounters(int gpu);
   CounterValues StopCounters(int gpu);
+  // Range profiling by launch ordinal (sim_metric_source.h): counters of the compute kernels
+  // launched on `gpu` with ordinals in each [first, last] (disjoint), in ascending order of first.
+  // Register before Run(); read after.
+  void ProfileRanges(int gpu, std::vector<std::pair<int64_t, int64_t>> ranges);
+  const std::vector<CounterValues>& RangeCounters(int gpu) const;
+  int64_t kernels_launched(int gpu) const;  // compute kernels launched on `gpu` so far
   double now_ns() const;
 
   // ProfilerStep boundaries of rank 0's first thread: iteration i spans

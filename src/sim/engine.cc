@@ -7,18 +7,10 @@
 #include <random>
 
 #include "sim/device_spec.h"
+#include "sim/engine_constants.h"
 
 namespace emo::sim {
 namespace {
-
-// CPU cost of API calls and the GPU's reaction times, ns.
-constexpr double kLaunchCallNs = 4000;
-constexpr double kCopyCallNs = 5000;
-constexpr double kEventCallNs = 2000;
-constexpr double kSyncReturnNs = 2000;
-constexpr double kLaunchLatencyNs = 3000;  // call return -> op may start
-constexpr double kCollectiveLatencyNs = 8000;
-constexpr double kHostLinkBps = 24e9;      // PCIe 4.0 x16, pinned host memory
 
 enum EvType : uint8_t { kThreadResume, kStreamTry, kOpDone, kClockApply, kTick, kTelemetry, kTimer };
 
@@ -713,9 +705,7 @@ struct Engine::State {
     const Group& grp = p.groups[static_cast<size_t>(it.group)];
     if (arrived.size() < grp.ranks.size()) return;
     double n = static_cast<double>(grp.ranks.size());
-    double factor = grp.kind == CollectiveKind::kAllReduce ? 2 * (n - 1) / n
-                    : grp.kind == CollectiveKind::kSendRecv ? 1.0
-                                                             : (n - 1) / n;
+    double factor = CollectiveBusFactor(grp.kind, n);
     double bytes = 0;
     for (int32_t s : arrived) bytes = std::max(bytes, streams[static_cast<size_t>(s)].q.front().bytes);
     double dur = (bytes * factor / p.link_bytes_per_s * 1e9 + kCollectiveLatencyNs) * it.noise;

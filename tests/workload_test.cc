@@ -566,10 +566,12 @@ TEST(Workload, LoadRejectsFieldsOfTheWrongType) {
     const char* message;
   };
   const std::vector<Case> cases = {
-      {"kind as a number", {{"kind", 5}, {"device", "a100"}}, "field kind: expected one of tp, pp, dp, offload, replay (got 5)"},
+      {"kind as a number", {{"kind", 5}, {"device", "a100"}},
+       "field kind: expected one of tp, pp, dp, offload, replay (got 5)"},
       {"kind as an object", {{"kind", {{"tp", 1}}}}, "field kind: expected one of"},
       {"kind null", {{"kind", nullptr}}, "field kind: expected one of"},
-      {"name as an array", [&] { json s = tp; s["name"] = {1, 2}; return s; }(), "field name: expected a string (got [1,2])"},
+      {"name as an array", [&] { json s = tp; s["name"] = {1, 2}; return s; }(),
+       "field name: expected a string (got [1,2])"},
       {"replay name as an array", [&] { json s = replay; s["name"] = json::array(); return s; }(),
        "field name: expected a string (got [])"},
       {"replay description as a number", [&] { json s = replay; s["description"] = 1; return s; }(),

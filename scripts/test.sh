@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh — sets up, builds and runs every test: a -Werror build, the same tests under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and a short libFuzzer run of the JSON importer.
+# AddressSanitizer + UndefinedBehaviorSanitizer, and short libFuzzer runs of the JSON readers (Kineto
+# traces, workload specs, frequency policies).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -18,18 +19,28 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DEMO_WERROR=ON -DEMO
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
-echo "== fuzz the Kineto JSON importer (${EMO_FUZZ_SECONDS:-60} s)"
+fuzz_s=${EMO_FUZZ_SECONDS:-60}  # half for the Kineto importer, a quarter for each of the others
+echo "== fuzz the Kineto JSON importer, workload specs and policies (${fuzz_s} s)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMO_FUZZ=ON -DEMO_BENCH=OFF \
   -DEMO_TRACES="$traces" >/dev/null
-cmake --build build-fuzz -j "$jobs" --target kineto_json_fuzz
+cmake --build build-fuzz -j "$jobs" --target kineto_json_fuzz workload_spec_fuzz policy_fuzz
 corpus=build-fuzz/corpus
-mkdir -p "$corpus"
+mkdir -p "$corpus" build-fuzz/corpus-spec build-fuzz/corpus-policy
 for f in "$traces"/HolisticTraceAnalysis/critical_path/cuda_event_sync*/event_sync_trace.json.gz \
          "$traces"/HolisticTraceAnalysis/triton_example/triton_example.json.gz \
          "$traces"/HolisticTraceAnalysis/amd_trace/*.json.gz; do
   [ -f "$f" ] && gzip -dc "$f" >"$corpus/$(basename "$(dirname "$f")").json"
 done
-build-fuzz/kineto_json_fuzz -max_total_time="${EMO_FUZZ_SECONDS:-60}" -max_len=65536 -rss_limit_mb=4096 \
-  -print_final_stats=1 "$corpus" 2>build-fuzz/fuzz.log || { tail -50 build-fuzz/fuzz.log; exit 1; }
-tail -3 build-fuzz/fuzz.log
+cp workloads/*.json build-fuzz/corpus-spec/
+printf '{"gpus": [{"gpu": 0, "changes": [{"t_ms": 0, "mhz": 1410}, {"t_ms": 20, "mhz": 1065}]}]}' \
+  >build-fuzz/corpus-policy/two-changes.json
+# fuzz TARGET SECONDS MAX_LEN CORPUS: runs one target; on a crash shows its log and fails.
+fuzz() {
+  build-fuzz/"$1" -max_total_time="$2" -max_len="$3" -rss_limit_mb=4096 -print_final_stats=1 "$4" \
+    2>"build-fuzz/$1.log" || { tail -50 "build-fuzz/$1.log"; exit 1; }
+  tail -3 "build-fuzz/$1.log"
+}
+fuzz kineto_json_fuzz $((fuzz_s / 2)) 65536 "$corpus"
+fuzz workload_spec_fuzz $((fuzz_s / 4)) 4096 build-fuzz/corpus-spec
+fuzz policy_fuzz $((fuzz_s / 4)) 4096 build-fuzz/corpus-policy
 echo "fuzz: no crash"

@@ -39,6 +39,10 @@ TEST(FrequencyPolicy, SortsChangesAndNamesBadFields) {
   EXPECT_EQ(err, "p: field gpus[0].changes[0].t_ms: expected a non-negative number");
   EXPECT_FALSE(ParsePolicy("p", R"({"gpus": [{"gpu": "0", "changes": []}]})", &p, &err));
   EXPECT_EQ(err, "p: field gpus[0].gpu: expected a non-negative integer");
+  EXPECT_FALSE(ParsePolicy("p", R"({"gpus": [{"gpu": 4294967296, "changes": []}]})", &p, &err));
+  EXPECT_EQ(err, "p: field gpus[0].gpu: expected a non-negative integer");
+  EXPECT_FALSE(ParsePolicy("p", R"({"gpus": [{"gpu": 0, "changes": [{"t_ms": 0, "mhz": 4294968706}]}]})", &p, &err));
+  EXPECT_EQ(err, "p: field gpus[0].changes[0].mhz: expected a positive integer of MHz");
   EXPECT_FALSE(ParsePolicy("p", "{\"gpus\": [", &p, &err));
   EXPECT_EQ(err, "p: not JSON");
 }

@@ -552,6 +552,64 @@ TEST(Workload, LoadErrorsNameTheFile) {
   std::filesystem::remove_all(dir);
 }
 
+// Every field of every kind goes through the checked reader: a field of the wrong JSON type is
+// one error naming it, from LoadWorkload as from BuildWorkload, never an exception.
+TEST(Workload, LoadRejectsFieldsOfTheWrongType) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("emo_workload_types_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(dir);
+  const json tp = {{"kind", "tp"}, {"device", "a100"}, {"model", SmallGpt()}, {"parallel", {{"tp", 2}}}};
+  const json replay = {{"kind", "replay"}, {"device", "a100"}, {"trace", "t.json"}};
+  struct Case {
+    const char* what;
+    json spec;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"kind as a number", {{"kind", 5}, {"device", "a100"}},
+       "field kind: expected one of tp, pp, dp, offload, replay (got 5)"},
+      {"kind as an object", {{"kind", {{"tp", 1}}}}, "field kind: expected one of"},
+      {"kind null", {{"kind", nullptr}}, "field kind: expected one of"},
+      {"name as an array", [&] { json s = tp; s["name"] = {1, 2}; return s; }(),
+       "field name: expected a string (got [1,2])"},
+      {"replay name as an array", [&] { json s = replay; s["name"] = json::array(); return s; }(),
+       "field name: expected a string (got [])"},
+      {"replay description as a number", [&] { json s = replay; s["description"] = 1; return s; }(),
+       "field description: expected a string (got 1)"},
+      {"replay device as a number", [&] { json s = replay; s["device"] = 100; return s; }(),
+       "field device: expected a string (got 100)"},
+      {"replay unknown device", [&] { json s = replay; s["device"] = "v100"; return s; }(),
+       "field device: unknown device \"v100\""},
+      {"replay trace as an object", [&] { json s = replay; s["trace"] = json::object(); return s; }(),
+       "field trace: expected a string (got {})"},
+      {"replay without a trace", [&] { json s = replay; s.erase("trace"); return s; }(), "field trace: missing"},
+      {"replay with model sizes", [&] { json s = replay; s["model"] = SmallGpt(); return s; }(),
+       "field model: unknown field"},
+      {"too many layers", [&] { json s = tp; s["model"]["layers"] = 5000; return s; }(),
+       "field model.layers: at most 1000 (got 5000)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::string path = (dir / "spec.json").string();
+    std::ofstream(path) << c.spec.dump();
+    Program p;
+    std::string err;
+    EXPECT_FALSE(LoadWorkload(path, &p, &err));
+    EXPECT_EQ(err.rfind(path + ": " + c.message, 0), 0u) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+    if (c.spec.value("kind", json()) != "replay") {
+      EXPECT_FALSE(BuildWorkload(c.spec, &p, &err));
+      EXPECT_EQ(err.rfind(c.message, 0), 0u) << err;
+    }
+  }
+  // A replay spec needs its file for the trace's path.
+  Program p;
+  std::string err;
+  EXPECT_FALSE(BuildWorkload(replay, &p, &err));
+  EXPECT_EQ(err.rfind("field kind: a replay spec names its trace relative to its file", 0), 0u) << err;
+  std::filesystem::remove_all(dir);
+}
+
 // The deadlock walk itself: two ranks issuing two groups' collectives in opposite orders.
 TEST(Workload, DeadlockWalkCatchesCrossedOrder) {
   Program p;

@@ -2,11 +2,18 @@
 #include "device/frequency_policy.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace emo {
+namespace {
+
+constexpr int64_t kMaxGpu = 1 << 20;   // far beyond any machine
+constexpr int64_t kMaxMhz = 100000;  // far beyond any SM clock
+
+}  // namespace
 
 bool ParsePolicy(const std::string& source, const std::string& text, FrequencyPolicy* out, std::string* err) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -23,7 +30,9 @@ bool ParsePolicy(const std::string& source, const std::string& text, FrequencyPo
   for (size_t i = 0; i < j["gpus"].size(); ++i) {
     const auto& g = j["gpus"][i];
     std::string at = "gpus[" + std::to_string(i) + "]";
-    if (!g.is_object() || !g.contains("gpu") || !g["gpu"].is_number_integer() || g["gpu"].get<int>() < 0)
+    // Integers are read as 64 bits and bounded before narrowing, so 2^32 is an error, not GPU 0.
+    if (!g.is_object() || !g.contains("gpu") || !g["gpu"].is_number_integer() || g["gpu"].get<int64_t>() < 0 ||
+        g["gpu"].get<int64_t>() > kMaxGpu)
       return fail("field " + at + ".gpu: expected a non-negative integer");
     if (!g.contains("changes") || !g["changes"].is_array()) return fail("field " + at + ".changes: expected an array");
     FrequencyPolicy::Gpu pg;
@@ -33,8 +42,9 @@ bool ParsePolicy(const std::string& source, const std::string& text, FrequencyPo
       std::string ck = at + ".changes[" + std::to_string(k) + "]";
       if (!c.is_object() || !c.contains("t_ms") || !c["t_ms"].is_number() || c["t_ms"].get<double>() < 0)
         return fail("field " + ck + ".t_ms: expected a non-negative number");
-      if (!c.contains("mhz") || !c["mhz"].is_number_integer() || c["mhz"].get<int>() <= 0)
-        return fail("field " + ck + ".mhz: expected a positive integer");
+      if (!c.contains("mhz") || !c["mhz"].is_number_integer() || c["mhz"].get<int64_t>() <= 0 ||
+          c["mhz"].get<int64_t>() > kMaxMhz)
+        return fail("field " + ck + ".mhz: expected a positive integer of MHz");
       pg.changes.push_back({c["t_ms"].get<double>(), c["mhz"].get<int>()});
     }
     std::stable_sort(pg.changes.begin(), pg.changes.end(),

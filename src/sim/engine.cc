@@ -7,79 +7,14 @@
 #include <random>
 
 #include "sim/device_spec.h"
+#include "sim/engine_constants.h"
+#include "sim/event_queue.h"
 
 namespace emo::sim {
 namespace {
 
-// CPU cost of API calls and the GPU's reaction times, ns.
-constexpr double kLaunchCallNs = 4000;
-constexpr double kCopyCallNs = 5000;
-constexpr double kEventCallNs = 2000;
-constexpr double kSyncReturnNs = 2000;
-constexpr double kLaunchLatencyNs = 3000;  // call return -> op may start
-constexpr double kCollectiveLatencyNs = 8000;
-constexpr double kHostLinkBps = 24e9;      // PCIe 4.0 x16, pinned host memory
-
+// What an event does; the queue (event_queue.h) keeps it in Ev::type.
 enum EvType : uint8_t { kThreadResume, kStreamTry, kOpDone, kClockApply, kTick, kTelemetry, kTimer };
-
-// A pending event (32 bytes). Events run in time order; events at the same time run in the
-// order they were pushed (seq).
-struct Ev {
-  double t;
-  uint64_t seq;
-  uint64_t arg;   // kOpDone: the stream's version when scheduled; kClockApply: the clock, MHz
-  int32_t a;      // thread, stream, GPU, tick or timer index, by type
-  EvType type;
-};
-
-inline bool Earlier(double t1, uint64_t seq1, double t2, uint64_t seq2) { return t1 < t2 || (t1 == t2 && seq1 < seq2); }
-inline bool Earlier(const Ev& x, const Ev& y) { return Earlier(x.t, x.seq, y.t, y.seq); }
-
-// The event queue: a binary min-heap in a flat array.
-//
-// Entries are written field by field and the fields that decide the order are read one by one:
-// an Ev written in small stores and read back soon after as a whole, in 16-byte pieces, stalls
-// on store forwarding, which cost more than the rest of a push or pop.
-class EventQueue {
- public:
-  bool empty() const { return heap_.empty(); }
-  const Ev& top() const { return heap_.front(); }
-  void push(double t, uint64_t seq, uint64_t arg, int32_t a, EvType type) {
-    size_t i = heap_.size();
-    heap_.emplace_back();
-    while (i > 0) {  // move the hole up to where the new event belongs
-      size_t parent = (i - 1) / 2;
-      if (!Earlier(t, seq, heap_[parent].t, heap_[parent].seq)) break;
-      heap_[i] = heap_[parent];
-      i = parent;
-    }
-    Ev& e = heap_[i];
-    e.t = t;
-    e.seq = seq;
-    e.arg = arg;
-    e.a = a;
-    e.type = type;
-  }
-  void pop() {
-    const size_t n = heap_.size() - 1;  // the last entry, heap_[n], fills the hole at the root
-    const double t = heap_[n].t;
-    const uint64_t seq = heap_[n].seq;
-    size_t i = 0;
-    while (true) {  // move the hole down to where the last entry belongs
-      size_t child = 2 * i + 1;
-      if (child >= n) break;
-      if (child + 1 < n && Earlier(heap_[child + 1], heap_[child])) ++child;
-      if (!Earlier(heap_[child].t, heap_[child].seq, t, seq)) break;
-      heap_[i] = heap_[child];
-      i = child;
-    }
-    if (i != n) heap_[i] = heap_[n];
-    heap_.pop_back();
-  }
-
- private:
-  std::vector<Ev> heap_;
-};
 
 // Work queued on a stream. One cache line: deep queues (thousands of launches ahead of the GPU)
 // are written and read an item at a time.
@@ -717,9 +652,7 @@ struct Engine::State {
     const Group& grp = p.groups[static_cast<size_t>(it.group)];
     if (arrived.size() < grp.ranks.size()) return;
     double n = static_cast<double>(grp.ranks.size());
-    double factor = grp.kind == CollectiveKind::kAllReduce ? 2 * (n - 1) / n
-                    : grp.kind == CollectiveKind::kSendRecv ? 1.0
-                                                             : (n - 1) / n;
+    double factor = CollectiveBusFactor(grp.kind, n);
     double bytes = 0;
     for (int32_t s : arrived) bytes = std::max(bytes, streams[static_cast<size_t>(s)].q.front().bytes);
     double dur = (bytes * factor / p.link_bytes_per_s * 1e9 + kCollectiveLatencyNs) * it.noise;
@@ -887,9 +820,14 @@ struct Engine::State {
       const double t = q.top().t;  // field by field (see EventQueue)
       const uint64_t arg = q.top().arg;
       const int32_t a = q.top().a;
-      const EvType type = q.top().type;
+      const auto type = static_cast<EvType>(q.top().type);
       q.pop();
       if (type != kTick && type != kTelemetry && type != kTimer) --work_events;
+      if (!(t >= now)) {  // an event scheduled before its time: an engine bug, never silently run
+        *err = "internal error: simulated time went backwards (an event at t=" + std::to_string(t) +
+               " ns popped at t=" + std::to_string(now) + " ns)";
+        return false;
+      }
       now = t;
       switch (type) {
         case kThreadResume:

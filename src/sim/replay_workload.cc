@@ -8,12 +8,10 @@
 #include <unordered_map>
 
 #include "sim/device_spec.h"
+#include "sim/engine_constants.h"
 
 namespace emo::sim {
 namespace {
-
-constexpr double kLaunchCallNs = 4000;  // the engine's own cost of a launch call (engine.cc)
-constexpr double kEventCallNs = 2000;   // ... and of an event record or stream wait
 
 bool Has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
@@ -110,14 +108,12 @@ class Replayer {
       }
       const Group& grp = p_->groups[static_cast<size_t>(it->second)];
       double n = static_cast<double>(grp.ranks.size());
-      double factor = grp.kind == CollectiveKind::kAllReduce ? 2 * (n - 1) / n
-                      : grp.kind == CollectiveKind::kSendRecv ? 1.0
-                                                               : (n - 1) / n;
+      double factor = CollectiveBusFactor(grp.kind, n);
       // The transfer time the graph kept (waiting for peers trimmed), averaged over the members,
       // gives the bytes each contributes.
       double transfer_ns = 0;
       for (uint32_t v : members) transfer_ns += g_.duration[v] / static_cast<double>(members.size());
-      double bytes = std::max(0.0, (transfer_ns - 8000) * 1e-9) * p_->link_bytes_per_s / factor;
+      double bytes = std::max(0.0, (transfer_ns - kCollectiveLatencyNs) * 1e-9) * p_->link_bytes_per_s / factor;
       for (uint32_t v : members) collective_[v] = {it->second, bytes};
     }
   }
@@ -252,7 +248,7 @@ class Replayer {
       in.dir = Has(name, "HtoD") ? CopyDir::kHostToDevice : Has(name, "DtoH") ? CopyDir::kDeviceToHost : CopyDir::kDeviceToDevice;
       in.pinned = !Has(name, "Pageable");
       in.blocking = blocking;
-      in.bytes = o.bytes >= 0 ? static_cast<double>(o.bytes) : seconds * 24e9;
+      in.bytes = o.bytes >= 0 ? static_cast<double>(o.bytes) : seconds * kHostLinkBps;
       return in;
     }
     auto coll = collective_.find(op_node_[RankIndex(rt)][oi]);

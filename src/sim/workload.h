@@ -2,11 +2,12 @@
 // degrees) becomes a simulator Program (program.h), so that a new case needs no code.
 //
 // Spec (sizes in elements; shipped examples in workloads/):
-//   "kind"        "tp" | "pp" | "dp" | "offload"                                        required
+//   "kind"        "tp" | "pp" | "dp" | "offload" ("replay": below)                     required
 //   "name"        program name; LoadWorkload defaults to the file's stem
 //   "description" free text, ignored
 //   "device"      a DeviceSpec name or alias (device_spec.h), e.g. "a100", "3080ti"    required
 //   "model"       layers, hidden, heads, seq, batch, vocab: positive integers          required
+//                   (layers at most 1000, the others at most 10⁹)
 //                   batch is the micro-batch size; offload: the decode batch, seq the context
 //                 kv_heads       grouped-query attention (default heads)
 //                 ffn            MLP width (default 4·hidden)
@@ -25,6 +26,8 @@
 //   "cpu"         launch_gap_us  CPU time before every CUDA/NCCL call (default 6)
 //                 gflops         offload: CPU throughput of the expert FFNs (default 1000)
 // Unknown fields are errors, so that a misspelt field cannot silently fall back to its default.
+// Kind "replay" (LoadWorkload only) has "trace" (a trace file or directory, relative to the spec;
+// replay_workload.h), "device", "name" and "description", and no other field.
 //
 // What each thread runs per iteration (stream 0 computes; every API call follows a CPU gap):
 //   tp       Megatron tensor parallel, every rank the same program. The micro-batch is split in

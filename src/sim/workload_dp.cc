@@ -1,0 +1,58 @@
+// workload_dp.cc — kind "dp": PyTorch DDP, gradient buckets all-reduced while the backward pass
+// goes on (see workload.h).
+#include "sim/workload_kinds.h"
+
+#include "sim/transformer.h"
+
+namespace emo::sim::wl {
+
+// DDP: gradient buckets of about bucket_bytes, filled in backward order, each all-reduced on
+// stream 1 once its last gradient is computed (event 0: stream 0 → 1; event 1: the last
+// all-reduce done, stream 1 → 0). Earlier micro-batches accumulate without communication (no_sync).
+void BuildDp(const Spec& s, const Naming& nm, Program* p) {
+  KernelTable kt{p, {}};
+  const Ctx c{s.model, nm, &kt, 1};
+  const Passes passes = BuildPasses(c, static_cast<double>(s.model.batch), s.model.layers, true, true);
+  const bool reduce = s.parallel.dp > 1;
+  if (reduce) p->groups.push_back(AllRanks(s.parallel.dp, "dp"));
+
+  Emitter e{{}, s.launch_gap_ns};
+  const double params = LocalParams(passes), B = static_cast<double>(s.model.dtype_bytes);
+  ZeroGrad(c, params, &e);
+  double bucket = 0;
+  auto flush = [&] {
+    if (bucket <= 0) return;
+    const int32_t k = kt.Add(AllReduceName(nm, bucket, "Sum", nm.nccl),
+                             AllReduceKernel(bucket, static_cast<double>(s.parallel.dp), B));
+    e.Record(0, 0);
+    e.Wait(1, 0);
+    e.Collective(1, k, 0, bucket);
+    bucket = 0;
+  };
+  for (int64_t mb = 0; mb < s.parallel.microbatches; ++mb) {
+    const bool sync = reduce && mb == s.parallel.microbatches - 1;
+    for (const Phase& ph : passes.forward) {
+      e.Launch(0, ph.compute);
+      e.Launch(0, ph.overlap);
+    }
+    for (const Phase& ph : passes.backward)
+      for (const std::vector<Step>* steps : {&ph.compute, &ph.overlap})
+        for (const Step& st : *steps) {
+          e.Launch(0, st.kernel);
+          if (!sync || st.grad_params <= 0) continue;
+          bucket += st.grad_params * B;
+          if (bucket >= s.parallel.bucket_bytes) flush();
+        }
+    if (sync) flush();
+  }
+  if (reduce) {
+    e.Record(1, 1);
+    e.Wait(0, 1);
+  }
+  Optimizer(c, params, &e);
+  FinishStep(&e);
+  const RankProgram rank = OneThread(std::move(e), 2, 2);
+  p->ranks.assign(static_cast<size_t>(s.parallel.dp), rank);
+}
+
+}  // namespace emo::sim::wl

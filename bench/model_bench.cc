@@ -72,7 +72,8 @@ void BM_PredictPacks(benchmark::State& state) {
     benchmark::DoNotOptimize(tables.time_s.data());
   }
   for (double r : tables.rel_residual) residual += r;
-  state.counters["packs/s"] = benchmark::Counter(static_cast<double>(packs.size()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["packs/s"] =
+      benchmark::Counter(static_cast<double>(packs.size()), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["mean_rel_residual"] = residual / static_cast<double>(packs.size());
   state.counters["clocks"] = model.clocks();
 }

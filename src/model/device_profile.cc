@@ -32,7 +32,8 @@ bool CheckProfile(const DeviceProfile& p, std::string* err) {
     if (i > 0 && p.clocks_mhz[i] <= p.clocks_mhz[i - 1])
       return fail("field clocks_mhz[" + std::to_string(i) + "]: not ascending");
   }
-  if (p.ClockIndex(p.default_mhz) < 0) return fail("field default_mhz: " + std::to_string(p.default_mhz) + " not in clocks_mhz");
+  if (p.ClockIndex(p.default_mhz) < 0)
+    return fail("field default_mhz: " + std::to_string(p.default_mhz) + " not in clocks_mhz");
   for (int b = 0; b < kMicrobenches; ++b) {
     const DeviceProfile::Bench& bench = p.bench[b];
     const std::string at = std::string("field benchmarks.") + MicrobenchName(static_cast<Microbench>(b));

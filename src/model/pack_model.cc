@@ -36,7 +36,8 @@ PackModel::PackModel(const DeviceProfile& profile)
       energy_[static_cast<size_t>(b) * nc + c] = profile.bench[b].energy_j[c];
     }
   idle_power_w_.resize(nc);
-  for (int c = 0; c < nc; ++c) idle_power_w_[c] = profile.bench[kBenchIdle].energy_j[c] / profile.bench[kBenchIdle].time_s[c];
+  const DeviceProfile::Bench& idle = profile.bench[kBenchIdle];
+  for (int c = 0; c < nc; ++c) idle_power_w_[c] = idle.energy_j[c] / idle.time_s[c];
   nnls_ = NnlsSolver(nr, kMicrobenches);
   rhs_.resize(nr);
   raw_t_.resize(nc);

@@ -13,7 +13,7 @@ violation=0
 if [ "${1:-}" = --violation ]; then violation=1; shift; fi
 src=$1
 build=$2
-stages="util trace graph pack device apply online"
+stages="util trace graph pack device apply online model"
 
 # Files under $1 that name the simulator outside the allowed places (comments stripped).
 check_sources() {

@@ -1,0 +1,74 @@
+// device_profile.h — what the pack model knows of one GPU (DESIGN.md §4): for each of 12
+// microbenchmarks, its metric vector (PackMetrics order, measured at the default clock) and its time
+// and energy at every driver-visible SM clock, with where the numbers came from. Calibration fills
+// profiles (on hardware or the simulator); this file only defines the type, its JSON and its checks.
+//
+// JSON form:
+//   {"device": "A100-SXM4-40GB", "clocks_mhz": [210, ..., 1410], "default_mhz": 1410,
+//    "provenance": {"date": "2025-01-31", "command": "emo calibrate ...", "source": "nvml+cupti"},
+//    "benchmarks": {"int_alu": {"metrics": {"sm_cycles_active": 1.2e6, ...every MetricName...},
+//                               "time_s": [one per clock], "energy_j": [one per clock]}, ...all 12...}}
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "device/metric_source.h"
+
+namespace emo {
+
+// The microbenchmarks, in the order of DeviceProfile::bench (and of the pack model's columns).
+enum Microbench : int {
+  kBenchIntAlu,     // integer ALU
+  kBenchFp32Fma,    // FP32 FMA
+  kBenchFp64,       // FP64
+  kBenchSfu,        // special functions
+  kBenchShared,     // shared memory
+  kBenchL1,         // L1 hits
+  kBenchL2,         // L2 hits
+  kBenchDramRead,   // DRAM read
+  kBenchDramWrite,  // DRAM write
+  kBenchHmma,       // FP16 tensor
+  kBenchImma,       // INT8 tensor
+  kBenchIdle,       // idle/control: a near-empty kernel; its power is the power of gaps
+  kMicrobenches
+};
+
+const char* MicrobenchName(Microbench b);  // JSON key, e.g. "dram_read"
+
+struct DeviceProfile {
+  struct Bench {
+    std::array<double, kMetrics> metrics{};  // at the default clock
+    std::vector<double> time_s;              // per clock of clocks_mhz
+    std::vector<double> energy_j;            // per clock of clocks_mhz
+    bool operator==(const Bench&) const = default;
+  };
+  struct Provenance {
+    std::string date, command, source;
+    bool operator==(const Provenance&) const = default;
+  };
+
+  std::string device;
+  std::vector<int> clocks_mhz;  // ascending
+  int default_mhz = 0;
+  std::array<Bench, kMicrobenches> bench;
+  Provenance provenance;
+
+  int clocks() const { return static_cast<int>(clocks_mhz.size()); }
+  int ClockIndex(int mhz) const;  // index into clocks_mhz, or -1
+  bool operator==(const DeviceProfile&) const = default;
+};
+
+// Whether a profile is usable: a device name; clocks positive and strictly ascending; the default
+// among them; for every benchmark, metrics finite and non-negative and a time and an energy per
+// clock, finite and positive. False with *err naming the field.
+bool CheckProfile(const DeviceProfile& p, std::string* err);
+
+// JSON in and out. Errors name the source (a file) and the field. Parsing also runs CheckProfile.
+bool ParseProfile(const std::string& source, const std::string& text, DeviceProfile* out, std::string* err);
+bool LoadProfile(const std::string& path, DeviceProfile* out, std::string* err);
+std::string ProfileJson(const DeviceProfile& p);
+bool SaveProfile(const std::string& path, const DeviceProfile& p, std::string* err);
+
+}  // namespace emo

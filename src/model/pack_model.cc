@@ -1,0 +1,148 @@
+// pack_model.cc — fitting a pack's metrics to the microbenchmarks and predicting its time and
+// energy per clock.
+#include "model/pack_model.h"
+
+#include <cmath>
+
+namespace emo {
+
+PackModel::PackModel(const DeviceProfile& profile)
+    : clocks_mhz_(profile.clocks_mhz), default_mhz_(profile.default_mhz), nnls_(0, kMicrobenches) {
+  const int nc = clocks();
+  // Rows with some microbenchmark showing them, and their scales.
+  for (int m = 0; m < kMetrics; ++m) {
+    rows_.push_back(m);
+    double norm2 = 0;
+    for (int b = 0; b < kMicrobenches; ++b) {
+      const double v = RowValue(profile.bench[b].metrics, static_cast<int>(rows_.size()) - 1);
+      norm2 += v * v;
+    }
+    if (norm2 > 0) {
+      row_scale_.push_back(1 / std::sqrt(norm2));
+    } else {
+      rows_.pop_back();
+    }
+  }
+  const int nr = fit_rows();
+  b_matrix_.resize(static_cast<size_t>(nr) * kMicrobenches);
+  for (int r = 0; r < nr; ++r)
+    for (int b = 0; b < kMicrobenches; ++b)
+      b_matrix_[static_cast<size_t>(r) * kMicrobenches + b] = RowValue(profile.bench[b].metrics, r) * row_scale_[r];
+  time_.resize(static_cast<size_t>(kMicrobenches) * nc);
+  energy_.resize(static_cast<size_t>(kMicrobenches) * nc);
+  for (int b = 0; b < kMicrobenches; ++b)
+    for (int c = 0; c < nc; ++c) {
+      time_[static_cast<size_t>(b) * nc + c] = profile.bench[b].time_s[c];
+      energy_[static_cast<size_t>(b) * nc + c] = profile.bench[b].energy_j[c];
+    }
+  idle_power_w_.resize(nc);
+  const DeviceProfile::Bench& idle = profile.bench[kBenchIdle];
+  for (int c = 0; c < nc; ++c) idle_power_w_[c] = idle.energy_j[c] / idle.time_s[c];
+  nnls_ = NnlsSolver(nr, kMicrobenches);
+  rhs_.resize(nr);
+  raw_t_.resize(nc);
+  raw_e_.resize(nc);
+}
+
+double PackModel::RowValue(const std::array<double, kMetrics>& v, int r) const {
+  const int m = rows_[r];
+  return m == kWarpsPerActiveCycle ? v[kWarpsPerActiveCycle] * v[kSmCyclesActive] : v[m];
+}
+
+double PackModel::AtClock(const double* table, double mhz) const {
+  const int nc = clocks();
+  for (int c = 0; c < nc; ++c) {
+    if (std::abs(clocks_mhz_[c] - mhz) < 0.5) return table[c];
+    if (c + 1 < nc && clocks_mhz_[c] < mhz && mhz < clocks_mhz_[c + 1]) {
+      const double w = (mhz - clocks_mhz_[c]) / (clocks_mhz_[c + 1] - clocks_mhz_[c]);
+      return table[c] + w * (table[c + 1] - table[c]);
+    }
+  }
+  return table[nc - 1];  // not reached for mhz inside the range
+}
+
+bool PackModel::Predict(const PackMetrics& m, const PackObservation& obs, PackFit* fit, double* time_s,
+                        double* energy_j, std::string* err) {
+  const int nc = clocks(), nr = fit_rows();
+  if (!(obs.time_s > 0) || !std::isfinite(obs.time_s)) {
+    *err = "measured time " + std::to_string(obs.time_s) + " s is not positive";
+    return false;
+  }
+  const double f0 = obs.mhz > 0 ? obs.mhz : default_mhz_;
+  if (f0 < clocks_mhz_.front() - 0.5 || f0 > clocks_mhz_.back() + 0.5) {
+    *err = "clock " + std::to_string(f0) + " MHz is outside the profiled " + std::to_string(clocks_mhz_.front()) +
+           "-" + std::to_string(clocks_mhz_.back()) + " MHz";
+    return false;
+  }
+  *fit = PackFit();
+  double b2 = 0;
+  for (int r = 0; r < nr; ++r) {
+    rhs_[r] = RowValue(m.v, r) * row_scale_[r];
+    b2 += rhs_[r] * rhs_[r];
+  }
+  const NnlsResult res = nnls_.Solve(b_matrix_.data(), rhs_.data(), fit->x.data());
+  fit->residual = res.residual;
+  fit->rel_residual = b2 > 0 ? res.residual / std::sqrt(b2) : 0;
+  fit->iterations = res.iterations;
+  fit->converged = res.converged;
+
+  for (int c = 0; c < nc; ++c) raw_t_[c] = raw_e_[c] = 0;
+  for (int b = 0; b < kMicrobenches; ++b) {
+    const double xb = fit->x[b];
+    if (xb == 0) continue;
+    const double* t = &time_[static_cast<size_t>(b) * nc];
+    const double* e = &energy_[static_cast<size_t>(b) * nc];
+    for (int c = 0; c < nc; ++c) {
+      raw_t_[c] += xb * t[c];
+      raw_e_[c] += xb * e[c];
+    }
+  }
+  const double t_f0 = AtClock(raw_t_.data(), f0);
+  if (t_f0 > 0) {
+    fit->time_scale = obs.time_s / t_f0;
+    fit->energy_scale = obs.energy_j > 0 ? obs.energy_j / AtClock(raw_e_.data(), f0) : fit->time_scale;
+    for (int c = 0; c < nc; ++c) {
+      time_s[c] = fit->time_scale * raw_t_[c];
+      energy_j[c] = fit->energy_scale * raw_e_[c];
+    }
+  } else {
+    fit->anchored = false;
+    fit->time_scale = 0;
+    fit->energy_scale = obs.energy_j > 0 ? obs.energy_j / (AtClock(idle_power_w_.data(), f0) * obs.time_s) : 1;
+    for (int c = 0; c < nc; ++c) {
+      time_s[c] = obs.time_s;
+      energy_j[c] = fit->energy_scale * idle_power_w_[c] * obs.time_s;
+    }
+  }
+  return true;
+}
+
+bool PredictPacks(PackModel& model, const std::vector<PackMetrics>& packs, const std::vector<PackObservation>& obs,
+                  PackTables* out, std::string* err) {
+  if (packs.size() != obs.size()) {
+    *err = std::to_string(packs.size()) + " packs but " + std::to_string(obs.size()) + " observations";
+    return false;
+  }
+  const int nc = model.clocks();
+  out->packs = static_cast<int>(packs.size());
+  out->clocks = nc;
+  out->time_s.assign(packs.size() * nc, 0);
+  out->energy_j.assign(packs.size() * nc, 0);
+  out->x.assign(packs.size() * kMicrobenches, 0);
+  out->rel_residual.assign(packs.size(), 0);
+  out->anchored.assign(packs.size(), 0);
+  PackFit fit;
+  for (size_t i = 0; i < packs.size(); ++i) {
+    std::string why;
+    if (!model.Predict(packs[i], obs[i], &fit, &out->time_s[i * nc], &out->energy_j[i * nc], &why)) {
+      *err = "pack " + std::to_string(i) + ": " + why;
+      return false;
+    }
+    for (int b = 0; b < kMicrobenches; ++b) out->x[i * kMicrobenches + b] = fit.x[b];
+    out->rel_residual[i] = fit.rel_residual;
+    out->anchored[i] = fit.anchored;
+  }
+  return true;
+}
+
+}  // namespace emo

@@ -1,0 +1,85 @@
+// device_profile_test.cc — device profiles: JSON round trip, and the checks and parse errors that
+// name the file and the field.
+#include "model/device_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model_fixtures.h"
+
+namespace emo {
+namespace {
+
+TEST(DeviceProfile, SyntheticProfilePassesChecks) {
+  DeviceProfile p = test::SyntheticProfile();
+  std::string err;
+  EXPECT_TRUE(CheckProfile(p, &err)) << err;
+  EXPECT_EQ(p.ClockIndex(1410), 7);
+  EXPECT_EQ(p.ClockIndex(1000), -1);
+  EXPECT_STREQ(MicrobenchName(kBenchDramRead), "dram_read");
+  EXPECT_STREQ(MicrobenchName(kBenchIdle), "idle");
+}
+
+TEST(DeviceProfile, JsonRoundTripIsExact) {
+  DeviceProfile p = test::SyntheticProfile();
+  p.bench[kBenchFp64].time_s[3] = 0.1 + 0.2;  // a double that needs all 17 digits
+  std::string err;
+  DeviceProfile q;
+  ASSERT_TRUE(ParseProfile("mem", ProfileJson(p), &q, &err)) << err;
+  EXPECT_EQ(p, q);
+
+  const std::string path = (std::filesystem::temp_directory_path() / "emo_device_profile_test.json").string();
+  ASSERT_TRUE(SaveProfile(path, p, &err)) << err;
+  DeviceProfile r;
+  ASSERT_TRUE(LoadProfile(path, &r, &err)) << err;
+  EXPECT_EQ(p, r);
+  std::remove(path.c_str());
+}
+
+// Parses the synthetic profile's JSON after `edit`, expecting failure with `needle` in the error.
+void ExpectParseError(const std::function<void(nlohmann::json&)>& edit, const std::string& needle) {
+  nlohmann::json j = nlohmann::json::parse(ProfileJson(test::SyntheticProfile()));
+  edit(j);
+  DeviceProfile out;
+  std::string err;
+  EXPECT_FALSE(ParseProfile("prof.json", j.dump(), &out, &err)) << needle;
+  EXPECT_NE(err.find("prof.json: "), std::string::npos) << err;
+  EXPECT_NE(err.find(needle), std::string::npos) << err;
+}
+
+TEST(DeviceProfile, ParseErrorsNameTheField) {
+  ExpectParseError([](nlohmann::json& j) { j.erase("device"); }, "field device");
+  ExpectParseError([](nlohmann::json& j) { j["clocks_mhz"] = "fast"; }, "field clocks_mhz");
+  ExpectParseError([](nlohmann::json& j) { j["clocks_mhz"][2] = 1.5; }, "field clocks_mhz[2]");
+  ExpectParseError([](nlohmann::json& j) { j["clocks_mhz"][2] = 100; }, "field clocks_mhz[2]: not ascending");
+  ExpectParseError([](nlohmann::json& j) { j["default_mhz"] = 1000; }, "field default_mhz");
+  ExpectParseError([](nlohmann::json& j) { j["provenance"]["date"] = 2025; }, "field provenance.date");
+  ExpectParseError([](nlohmann::json& j) { j["benchmarks"].erase("hmma"); }, "field benchmarks.hmma: missing");
+  ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["tma"] = j["benchmarks"]["l2"]; },
+                   "field benchmarks.tma: unknown");
+  ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["l1"]["metrics"].erase("l2_bytes"); },
+                   "field benchmarks.l1.metrics.l2_bytes");
+  ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["l1"]["metrics"]["inst_alu"] = -1; },
+                   "field benchmarks.l1.metrics.inst_alu");
+  ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["fp64"]["time_s"].erase(0); },
+                   "field benchmarks.fp64.time_s: 7 values for 8 clocks");
+  ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["sfu"]["energy_j"][5] = 0; },
+                   "field benchmarks.sfu.energy_j[5]");
+  ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["sfu"]["time_s"][1] = "x"; },
+                   "field benchmarks.sfu.time_s[1]");
+
+  DeviceProfile out;
+  std::string err;
+  EXPECT_FALSE(ParseProfile("prof.json", "{\"device\": ", &out, &err));
+  EXPECT_EQ(err, "prof.json: not JSON");
+  EXPECT_FALSE(LoadProfile("/nonexistent/prof.json", &out, &err));
+  EXPECT_EQ(err, "/nonexistent/prof.json: cannot open");
+}
+
+}  // namespace
+}  // namespace emo

@@ -1,0 +1,187 @@
+// pack_model_test.cc — the pack model on a synthetic device profile (tests/model_fixtures.h): a
+// known non-negative mix of two microbenchmarks is recovered and predicted exactly, anchoring to the
+// measured time (and energy) scales the tables, a pack outside the cone gets x ≥ 0 and a residual,
+// and the idle power and the empty fit behave as documented in pack_model.h.
+#include "model/pack_model.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model_fixtures.h"
+
+namespace emo {
+namespace {
+
+// The metric vector of a mix: sums, with warps per active cycle averaged over active cycles.
+PackMetrics Mix(const DeviceProfile& p, const std::vector<std::pair<Microbench, double>>& parts) {
+  PackMetrics out;
+  for (auto [b, k] : parts) {
+    PackMetrics one;
+    one.v = p.bench[b].metrics;
+    for (int m = 0; m < kMetrics; ++m)
+      if (m != kWarpsPerActiveCycle) one.v[m] *= k;
+    out.Add(one);
+  }
+  return out;
+}
+
+struct Prediction {
+  PackFit fit;
+  std::vector<double> time_s, energy_j;
+};
+
+Prediction Predict(PackModel& model, const PackMetrics& m, const PackObservation& obs) {
+  Prediction p;
+  p.time_s.resize(model.clocks());
+  p.energy_j.resize(model.clocks());
+  std::string err;
+  EXPECT_TRUE(model.Predict(m, obs, &p.fit, p.time_s.data(), p.energy_j.data(), &err)) << err;
+  return p;
+}
+
+TEST(PackModel, FitsAllElevenRows) {
+  PackModel model(test::SyntheticProfile());
+  EXPECT_EQ(model.clocks(), 8);
+  EXPECT_EQ(model.fit_rows(), kMetrics);  // every metric is shown by some microbenchmark
+}
+
+TEST(PackModel, RecoversATwoBenchmarkMixAndPredictsIt) {
+  // 2 runs of FP32 FMA and 3 of DRAM read. The mix is the only non-negative representation: DRAM
+  // read alone has DRAM read bytes, FMA instructions come only from FMA and HMMA (HMMA is ruled out
+  // by zero tensor instructions), every other benchmark but idle has a counter the mix lacks, and
+  // idle is ruled out by the cycles left once FMA and DRAM read are fixed.
+  const DeviceProfile prof = test::SyntheticProfile();
+  PackModel model(prof);
+  const PackMetrics m = Mix(prof, {{kBenchFp32Fma, 2}, {kBenchDramRead, 3}});
+  const int f0 = 1410;
+  const double t0 = 2 * test::SyntheticTime(kBenchFp32Fma, f0) + 3 * test::SyntheticTime(kBenchDramRead, f0);
+  Prediction p = Predict(model, m, {t0, f0, 0});
+  EXPECT_TRUE(p.fit.converged);
+  EXPECT_TRUE(p.fit.anchored);
+  for (int b = 0; b < kMicrobenches; ++b) {
+    const double want = b == kBenchFp32Fma ? 2 : b == kBenchDramRead ? 3 : 0;
+    EXPECT_NEAR(p.fit.x[b], want, 1e-6) << MicrobenchName(static_cast<Microbench>(b));
+  }
+  EXPECT_LT(p.fit.rel_residual, 1e-9);
+  EXPECT_NEAR(p.fit.time_scale, 1, 1e-9);
+  EXPECT_NEAR(p.fit.energy_scale, 1, 1e-9);
+  for (int c = 0; c < model.clocks(); ++c) {
+    const int f = prof.clocks_mhz[c];
+    const double t = 2 * test::SyntheticTime(kBenchFp32Fma, f) + 3 * test::SyntheticTime(kBenchDramRead, f);
+    const double e = 2 * test::SyntheticTime(kBenchFp32Fma, f) * test::SyntheticPower(kBenchFp32Fma, f) +
+                     3 * test::SyntheticTime(kBenchDramRead, f) * test::SyntheticPower(kBenchDramRead, f);
+    EXPECT_NEAR(p.time_s[c], t, 1e-9 * t) << f << " MHz";
+    EXPECT_NEAR(p.energy_j[c], e, 1e-9 * e) << f << " MHz";
+  }
+}
+
+TEST(PackModel, AnchorsToMeasuredTimeAndEnergy) {
+  const DeviceProfile prof = test::SyntheticProfile();
+  PackModel model(prof);
+  const PackMetrics m = Mix(prof, {{kBenchIntAlu, 1}, {kBenchL2, 0.5}});
+  // Profiled at 840 MHz (index 3): the raw mix's time there, 1.5 times over.
+  const double raw_t = test::SyntheticTime(kBenchIntAlu, 840) + 0.5 * test::SyntheticTime(kBenchL2, 840);
+  Prediction base = Predict(model, m, {raw_t, 840, 0});
+  Prediction slow = Predict(model, m, {1.5 * raw_t, 840, 0});
+  EXPECT_NEAR(base.fit.time_scale, 1, 1e-9);
+  EXPECT_NEAR(slow.fit.time_scale, 1.5, 1e-9);
+  EXPECT_NEAR(slow.fit.energy_scale, 1.5, 1e-9);  // energy follows time when not measured
+  EXPECT_NEAR(slow.time_s[3], 1.5 * raw_t, 1e-12);
+  for (int c = 0; c < model.clocks(); ++c) {
+    EXPECT_NEAR(slow.time_s[c], 1.5 * base.time_s[c], 1e-9 * base.time_s[c]);
+    EXPECT_NEAR(slow.energy_j[c], 1.5 * base.energy_j[c], 1e-9 * base.energy_j[c]);
+  }
+  // A measured energy anchors energy on its own.
+  const double e0 = 2 * base.energy_j[3];
+  Prediction measured = Predict(model, m, {1.5 * raw_t, 840, e0});
+  EXPECT_NEAR(measured.fit.time_scale, 1.5, 1e-9);
+  EXPECT_NEAR(measured.fit.energy_scale, 2, 1e-9);
+  EXPECT_NEAR(measured.energy_j[3], e0, 1e-12);
+  for (int c = 0; c < model.clocks(); ++c) EXPECT_NEAR(measured.energy_j[c], 2 * base.energy_j[c], 1e-9);
+  // Between clocks (1000 MHz, between 840 and 1050) the anchor interpolates the raw time linearly.
+  const double t840 = base.time_s[3], t1050 = base.time_s[4];
+  const double at1000 = t840 + (1000.0 - 840) / (1050 - 840) * (t1050 - t840);
+  Prediction between = Predict(model, m, {at1000, 1000, 0});
+  EXPECT_NEAR(between.fit.time_scale, 1, 1e-9);
+  // No clock given: the default clock.
+  Prediction dflt = Predict(model, m, {2 * base.time_s[7], 0, 0});
+  EXPECT_NEAR(dflt.fit.time_scale, 2, 1e-9);
+}
+
+TEST(PackModel, PackOutsideTheConeGetsNonNegativeFitAndResidual) {
+  const DeviceProfile prof = test::SyntheticProfile();
+  PackModel model(prof);
+  // DRAM write bytes without the L2 bytes every DRAM write brings, and ALU instructions with
+  // no cycles to speak of: no non-negative mix matches.
+  PackMetrics m;
+  m.v[kSmCyclesActive] = 1e3;
+  m.v[kWarpsPerActiveCycle] = 8;
+  m.v[kDramWriteBytes] = 2e9;
+  m.v[kInstAlu] = 1e8;
+  Prediction p = Predict(model, m, {1e-3, 1410, 0});
+  EXPECT_TRUE(p.fit.converged);
+  for (double x : p.fit.x) EXPECT_GE(x, 0);
+  EXPECT_GT(p.fit.rel_residual, 0.05);
+  EXPECT_LT(p.fit.rel_residual, 1);
+  EXPECT_NEAR(p.time_s[7], 1e-3, 1e-15);
+  for (int c = 0; c < model.clocks(); ++c) {
+    EXPECT_GT(p.time_s[c], 0);
+    EXPECT_GT(p.energy_j[c], 0);
+    if (c > 0) {
+      EXPECT_LT(p.time_s[c], p.time_s[c - 1]);  // every benchmark is faster at a higher clock
+    }
+  }
+}
+
+TEST(PackModel, IdlePowerAndEmptyFit) {
+  const DeviceProfile prof = test::SyntheticProfile();
+  PackModel model(prof);
+  for (int c = 0; c < model.clocks(); ++c)
+    EXPECT_NEAR(model.idle_power_w()[c], test::SyntheticPower(kBenchIdle, prof.clocks_mhz[c]), 1e-9);
+  // All-zero counters: nothing to fit, time held, energy at idle power.
+  Prediction p = Predict(model, PackMetrics(), {2e-3, 1410, 0});
+  EXPECT_FALSE(p.fit.anchored);
+  for (int c = 0; c < model.clocks(); ++c) {
+    EXPECT_EQ(p.time_s[c], 2e-3);
+    EXPECT_NEAR(p.energy_j[c], 2e-3 * model.idle_power_w()[c], 1e-12);
+  }
+}
+
+TEST(PackModel, RejectsBadObservations) {
+  PackModel model(test::SyntheticProfile());
+  PackFit fit;
+  std::vector<double> t(model.clocks()), e(model.clocks());
+  std::string err;
+  EXPECT_FALSE(model.Predict(PackMetrics(), {0, 1410, 0}, &fit, t.data(), e.data(), &err));
+  EXPECT_NE(err.find("not positive"), std::string::npos) << err;
+  EXPECT_FALSE(model.Predict(PackMetrics(), {1e-3, 2000, 0}, &fit, t.data(), e.data(), &err));
+  EXPECT_NE(err.find("outside"), std::string::npos) << err;
+}
+
+TEST(PackModel, PredictPacksWritesFlatTables) {
+  const DeviceProfile prof = test::SyntheticProfile();
+  PackModel model(prof);
+  std::vector<PackMetrics> packs = {Mix(prof, {{kBenchFp64, 1}}), Mix(prof, {{kBenchFp32Fma, 2}, {kBenchDramRead, 1}})};
+  std::vector<PackObservation> obs = {{1e-3, 1410, 0}, {2e-3, 1410, 0}};
+  PackTables tables;
+  std::string err;
+  ASSERT_TRUE(PredictPacks(model, packs, obs, &tables, &err)) << err;
+  EXPECT_EQ(tables.packs, 2);
+  EXPECT_EQ(tables.clocks, 8);
+  ASSERT_EQ(tables.time_s.size(), 16u);
+  EXPECT_NEAR(tables.time_s[7], 1e-3, 1e-15);
+  EXPECT_NEAR(tables.time_s[8 + 7], 2e-3, 1e-15);
+  EXPECT_NEAR(tables.x[kBenchFp64], 1, 1e-6);
+  EXPECT_NEAR(tables.x[kMicrobenches + kBenchFp32Fma], 2, 1e-6);
+  EXPECT_NEAR(tables.x[kMicrobenches + kBenchDramRead], 1, 1e-6);
+  obs.pop_back();
+  EXPECT_FALSE(PredictPacks(model, packs, obs, &tables, &err));
+  obs = {{1e-3, 1410, 0}, {-1, 1410, 0}};
+  EXPECT_FALSE(PredictPacks(model, packs, obs, &tables, &err));
+  EXPECT_NE(err.find("pack 1: "), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace emo

@@ -1,15 +1,22 @@
 // gpoeo_period_test.cc — GPOEO's period detection (../shared/reference/GPOEO.md §2) on synthetic
 // traces: square waves and multi-phase iterations with noise over 50 ms-5 s periods sampled every
-// 10-50 ms, a strong harmonic that is not the period, and aperiodic, flat and short inputs.
+// 10-50 ms, a strong harmonic that is not the period, and aperiodic, flat and short inputs; and on
+// the simulator's power and utilisation while it runs shipped training workloads.
 #include "online/gpoeo_period.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <complex>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <vector>
+
+#include "sim/engine.h"
+#include "sim/sim_gpu_control.h"
+#include "sim/workload.h"
 
 namespace emo {
 namespace {
@@ -166,6 +173,87 @@ TEST(GpoeoPeriod, ClockChangeKeepsCandidatesNearThePreviousPeriod) {
   double score = 0;
   EXPECT_NEAR(GpoeoEstimate(x, c.dt_s, o, &score) / c.period_s, 1, 0.02);
   EXPECT_GE(score, 0);
+}
+
+// GPU 0's power, utilisation and memory utilisation read every 20 ms while a shipped workload runs,
+// made into GPOEO's signal; the samples of the first iteration (start-up) are left out. The truth
+// is the mean iteration time after it, from the engine's ProfilerStep boundaries.
+struct SimRun {
+  std::vector<double> signal;
+  double true_period_s = 0;
+};
+
+void RunWorkload(const std::string& name, int iterations, SimRun* out) {
+  const char* dir = std::getenv("EMO_WORKLOADS");
+  ASSERT_NE(dir, nullptr) << "EMO_WORKLOADS not set";
+  sim::Program program;
+  std::string err;
+  ASSERT_TRUE(sim::LoadWorkload(std::string(dir) + "/" + name, &program, &err)) << err;
+  sim::EngineOptions eo;
+  eo.iterations = iterations;
+  eo.record_trace = false;
+  sim::Engine e(program, eo);
+  sim::SimGpuControl gpus(&e);
+  std::vector<double> t, power, util, mem;
+  e.Every(20, [&](double now) {
+    t.push_back(now);
+    power.push_back(gpus.PowerW(0).value());
+    util.push_back(100 * gpus.Utilization(0).value());
+    mem.push_back(100 * gpus.MemoryUtilization(0).value());
+  });
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const std::vector<double>& starts = e.iteration_starts();
+  ASSERT_GE(starts.size(), 3u);
+  size_t first = 0;
+  while (first < t.size() && t[first] < starts[1]) ++first;
+  auto tail = [first](const std::vector<double>& v) { return std::vector<double>(v.begin() + static_cast<long>(first), v.end()); };
+  out->signal = GpoeoSignal(tail(power), gpus.PowerLimitW(0).value(), tail(util), tail(mem));
+  out->true_period_s = (e.end_ns() - starts[1]) / static_cast<double>(starts.size() - 1) * 1e-9;
+}
+
+void Report(const char* name, const GpoeoPeriod& p, double truth) {
+  std::printf("gpoeo period %s: detected %.4f s (%s, score %.2f, spread %.3f, %zu estimates), true %.4f s (%+.2f %%)\n",
+              name, p.period_s, GpoeoVerdictName(p.verdict), p.score, p.spread, p.estimates_s.size(), truth,
+              100 * (p.period_s / truth - 1));
+}
+
+// TP-2 GPT-3 6.7B (0.50 s iterations, 16 of them) and DP-2 GPT-3 1.3B (0.77 s, 14): found within 2 %.
+TEST(GpoeoPeriod, FindsTheIterationTimeInSimulation) {
+  for (const auto& [name, iterations] : {std::pair{"tp2-gpt3-6.7b-a100.json", 16}, std::pair{"dp2-gpt3-1.3b-a100.json", 14}}) {
+    SimRun run;
+    RunWorkload(name, iterations, &run);
+    if (HasFatalFailure()) return;
+    const GpoeoPeriod p = GpoeoDetectPeriod(run.signal, 0.020);
+    Report(name, p, run.true_period_s);
+    EXPECT_TRUE(p.periodic()) << name << ": " << p.reason;
+    EXPECT_NEAR(p.period_s / run.true_period_s, 1, 0.02) << name;
+  }
+}
+
+// GPOEO's limits on the other two shipped workloads, recorded rather than tuned away.
+// PP-4 Qwen2 7B (2.5 s iterations of ~0.13 s micro-batches): on stage 0 the micro-batch peak
+// dominates the spectrum and the iteration's fundamental is under 0.6 of it, so it is no candidate
+// (§2 Candidates 1) and a sub-multiple wins; yet the true period scores best of all.
+TEST(GpoeoPeriod, PipelineMicroBatchesHideTheIteration) {
+  SimRun run;
+  RunWorkload("pp4-qwen2-7b-uniform-a100.json", 12, &run);
+  if (HasFatalFailure()) return;
+  const GpoeoPeriod p = GpoeoDetectPeriod(run.signal, 0.020);
+  Report("pp4-qwen2-7b-uniform-a100.json", p, run.true_period_s);
+  EXPECT_LT(p.period_s, 0.5 * run.true_period_s);
+  EXPECT_LT(GpoeoScore(run.signal, 0.020, run.true_period_s), GpoeoScore(run.signal, 0.020, p.period_s));
+}
+
+// Offloaded DeepSeek-V2-Lite: 17 ms iterations, shorter than the 20 ms sampling interval and the
+// ~25 ms over which the device averages power: the samples are level, no period can be seen.
+TEST(GpoeoPeriod, IterationsShorterThanTheSamplingIntervalLookFlat) {
+  SimRun run;
+  RunWorkload("offload-deepseek-v2-lite-a100.json", 300, &run);
+  if (HasFatalFailure()) return;
+  ASSERT_LT(run.true_period_s, 0.020);
+  const GpoeoPeriod p = GpoeoDetectPeriod(run.signal, 0.020);
+  Report("offload-deepseek-v2-lite-a100.json", p, run.true_period_s);
+  EXPECT_FALSE(p.periodic());
 }
 
 }  // namespace

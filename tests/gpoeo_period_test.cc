@@ -206,7 +206,9 @@ void RunWorkload(const std::string& name, int iterations, SimRun* out) {
   ASSERT_GE(starts.size(), 3u);
   size_t first = 0;
   while (first < t.size() && t[first] < starts[1]) ++first;
-  auto tail = [first](const std::vector<double>& v) { return std::vector<double>(v.begin() + static_cast<long>(first), v.end()); };
+  auto tail = [first](const std::vector<double>& v) {
+    return std::vector<double>(v.begin() + static_cast<long>(first), v.end());
+  };
   out->signal = GpoeoSignal(tail(power), gpus.PowerLimitW(0).value(), tail(util), tail(mem));
   out->true_period_s = (e.end_ns() - starts[1]) / static_cast<double>(starts.size() - 1) * 1e-9;
 }
@@ -219,7 +221,8 @@ void Report(const char* name, const GpoeoPeriod& p, double truth) {
 
 // TP-2 GPT-3 6.7B (0.50 s iterations, 16 of them) and DP-2 GPT-3 1.3B (0.77 s, 14): found within 2 %.
 TEST(GpoeoPeriod, FindsTheIterationTimeInSimulation) {
-  for (const auto& [name, iterations] : {std::pair{"tp2-gpt3-6.7b-a100.json", 16}, std::pair{"dp2-gpt3-1.3b-a100.json", 14}}) {
+  for (const auto& [name, iterations] :
+       {std::pair{"tp2-gpt3-6.7b-a100.json", 16}, std::pair{"dp2-gpt3-1.3b-a100.json", 14}}) {
     SimRun run;
     RunWorkload(name, iterations, &run);
     if (HasFatalFailure()) return;

@@ -155,9 +155,11 @@ double GpoeoScore(const std::vector<double>& x, double dt_s, double t_s, double 
   if (t_ref_s > 0 && t_ref_s / t_s >= 1.7) {
     const size_t each = static_cast<size_t>(std::ceil(t_ref_s / t_s));
     std::vector<double> grouped;
-    for (size_t i = 0; i < pair_scores.size(); i += each)
+    for (size_t i = 0; i < pair_scores.size(); i += each) {
+      const size_t end = std::min(i + each, pair_scores.size());
       grouped.push_back(*std::max_element(pair_scores.begin() + static_cast<long>(i),
-                                          pair_scores.begin() + static_cast<long>(std::min(i + each, pair_scores.size()))));
+                                          pair_scores.begin() + static_cast<long>(end)));
+    }
     pair_scores = grouped;
   }
   return Mean(pair_scores.data(), pair_scores.size());

@@ -70,8 +70,8 @@ class ZeusdGpuControl : public GpuControl {
   // One request; true on HTTP 200 with the body in *body, else false with *err naming the GPU
   // (when gpu >= 0), the request, zeusd's status and body, and a hint.
   bool Call(int gpu, const char* method, const std::string& target, std::string* body, std::string* err) const;
-  // GET `route`?gpu_ids=ID and the number at answer[ID][field] (answer[field][ID] when nested is
-  // false: /gpu/get_power's shape).
+  // GET `route`?gpu_ids=ID and the number at answer[ID][field], or at answer[field][ID] when
+  // per_gpu_object is false (/gpu/get_power's shape).
   std::optional<double> ReadField(int gpu, const std::string& route, const char* field, bool per_gpu_object) const;
   std::string Query(int gpu) const { return "?gpu_ids=" + std::to_string(gpus_[static_cast<size_t>(gpu)].id); }
 

@@ -21,12 +21,18 @@ namespace {
 
 const char* Reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
   }
   return "Error";
 }
@@ -191,7 +197,8 @@ void FakeZeusd::Serve() {
         const std::string target = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
         {
           std::lock_guard<std::mutex> lock(mu_);
-          log_.push_back(method + " " + target + (authorization.empty() ? "" : " [Authorization: " + authorization + "]"));
+          log_.push_back(method + " " + target +
+                         (authorization.empty() ? "" : " [Authorization: " + authorization + "]"));
         }
         const Answer a = Handle(method, target, authorization);
         std::string out = "HTTP/1.1 " + std::to_string(a.status) + " " + Reason(a.status) +
@@ -225,7 +232,9 @@ FakeZeusd::Answer FakeZeusd::Handle(const std::string& method, const std::string
     params[Decode(kv.substr(0, eq))] = eq == std::string::npos ? "" : Decode(kv.substr(eq + 1));
     start = amp + 1;
   }
-  auto json_error = [](int status, const std::string& msg) { return Answer{status, "application/json", "{\"error\":\"" + msg + "\"}"}; };
+  auto json_error = [](int status, const std::string& msg) {
+    return Answer{status, "application/json", "{\"error\":\"" + msg + "\"}"};
+  };
   auto text_error = [](int status, const std::string& msg) { return Answer{status, "text/plain; charset=utf-8", msg}; };
 
   // auth.rs: /discover and /time are open; the rest needs a valid bearer token when auth is on.
@@ -240,8 +249,10 @@ FakeZeusd::Answer FakeZeusd::Handle(const std::string& method, const std::string
     std::string ids;
     for (int i = 0; i < count; ++i) ids += (i ? "," : "") + std::to_string(i);
     return {200, "application/json",
-            "{\"gpu_ids\":[" + ids + "],\"cpu_ids\":[],\"dram_available\":[],\"enabled_api_groups\":[\"gpu-control\","
-            "\"gpu-read\"],\"auth_required\":" + (token_.empty() ? "false" : "true") + "}"};
+            "{\"gpu_ids\":[" + ids +
+                "],\"cpu_ids\":[],\"dram_available\":[],\"enabled_api_groups\":[\"gpu-control\","
+                "\"gpu-read\"],\"auth_required\":" +
+                (token_.empty() ? "false" : "true") + "}"};
   }
 
   // Write routes (routes/gpu.rs, impl_write_handler_for_gpu_command): POST, the query deserialised
@@ -258,14 +269,15 @@ FakeZeusd::Answer FakeZeusd::Handle(const std::string& method, const std::string
     if (method != "POST") return {405, "text/plain", ""};
     std::map<std::string, uint32_t> values;
     for (const auto& [k, v] : params) {
-      const bool known = k == "gpu_ids" || k == "block" ||
-                         std::find(w.fields.begin(), w.fields.end(), k) != w.fields.end();
+      const bool known =
+          k == "gpu_ids" || k == "block" || std::find(w.fields.begin(), w.fields.end(), k) != w.fields.end();
       if (!known) return text_error(400, "Query deserialize error: unknown field `" + k + "`");
     }
     if (!params.count("gpu_ids")) return text_error(400, "Query deserialize error: missing field `gpu_ids`");
     for (const std::string& f : w.fields) {
       if (!params.count(f)) return text_error(400, "Query deserialize error: missing field `" + f + "`");
-      if (!ParseU32(params[f], &values[f])) return text_error(400, "Query deserialize error: invalid digit found in string");
+      if (!ParseU32(params[f], &values[f]))
+        return text_error(400, "Query deserialize error: invalid digit found in string");
     }
     if (!params.count("block")) return text_error(400, "Query deserialize error: missing field `block`");
     if (params["block"] != "true" && params["block"] != "false")
@@ -276,7 +288,8 @@ FakeZeusd::Answer FakeZeusd::Handle(const std::string& method, const std::string
       if (id >= count) return text_error(400, "GPU index " + std::to_string(id) + " does not exist.");
     if (refuse_control_) {
       std::string errors;
-      for (int id : ids) errors += (errors.empty() ? "\"" : ",\"") + std::to_string(id) + "\":\"NVML error: Insufficient Permissions\"";
+      for (int id : ids)
+        errors += (errors.empty() ? "\"" : ",\"") + std::to_string(id) + "\":\"NVML error: Insufficient Permissions\"";
       return {403, "application/json", "{\"errors\":{" + errors + "}}"};
     }
     for (int id : ids) {
@@ -297,7 +310,8 @@ FakeZeusd::Answer FakeZeusd::Handle(const std::string& method, const std::string
       path == "/gpu/get_power_limit_constraints" || path == "/gpu/get_power") {
     if (method != "GET") return {405, "text/plain", ""};
     for (const auto& [k, v] : params)
-      if (k != "gpu_ids") return text_error(400, "Query deserialize error: unknown field `" + k + "`, expected `gpu_ids`");
+      if (k != "gpu_ids")
+        return text_error(400, "Query deserialize error: unknown field `" + k + "`, expected `gpu_ids`");
     std::vector<int> ids;
     if (params.count("gpu_ids")) {
       ids = ParseGpuIds(params["gpu_ids"]);
@@ -319,7 +333,8 @@ FakeZeusd::Answer FakeZeusd::Handle(const std::string& method, const std::string
       if (path == "/gpu/get_power") v = std::to_string(g.power_mw);
       body += (body.empty() ? "\"" : ",\"") + std::to_string(id) + "\":" + v;
     }
-    if (path == "/gpu/get_power") return {200, "application/json", "{\"timestamp_ms\":1700000000000,\"power_mw\":{" + body + "}}"};
+    if (path == "/gpu/get_power")
+      return {200, "application/json", "{\"timestamp_ms\":1700000000000,\"power_mw\":{" + body + "}}"};
     return {200, "application/json", "{" + body + "}"};
   }
   return {404, "", ""};

@@ -47,7 +47,7 @@ TEST_F(Zeusd, DiscoversGpusAndSaysWhatItOffers) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->Count(), 2);
   EXPECT_TRUE(Logged("GET /discover"));
-  EXPECT_EQ(c->Name(0), "");               // /discover names no model
+  EXPECT_EQ(c->Name(0), "");                   // /discover names no model
   EXPECT_TRUE(c->SupportedClocks(1).empty());  // nor clocks
   EXPECT_TRUE(c->Offers(Reading::kEnergy));
   EXPECT_TRUE(c->Offers(Reading::kPower));
@@ -129,8 +129,9 @@ TEST_F(Zeusd, SendsTheBearerToken) {
   ASSERT_NE(c, nullptr);
   std::string err;
   ASSERT_TRUE(c->SetLockedClock(0, 1410, &err)) << err;
-  EXPECT_TRUE(Logged("POST /gpu/set_gpu_locked_clocks?gpu_ids=0&min_clock_mhz=1410&max_clock_mhz=1410&block=true "
-                     "[Authorization: Bearer s3cret]"));
+  EXPECT_TRUE(
+      Logged("POST /gpu/set_gpu_locked_clocks?gpu_ids=0&min_clock_mhz=1410&max_clock_mhz=1410&block=true "
+             "[Authorization: Bearer s3cret]"));
   EXPECT_TRUE(c->EnergyJ(0).has_value()) << c->error();
 }
 
@@ -192,7 +193,8 @@ TEST_F(Zeusd, RefusedCommandNamesGpuRouteAndAnswer) {
                      "HTTP 403: {\"errors\":{\"1\":\"NVML error: Insufficient Permissions\"}} (zeusd itself lacks the "
                      "privilege: it must run as root)");
   EXPECT_FALSE(c->SetPowerLimit(0, 300, &err));
-  EXPECT_NE(err.find("POST /gpu/set_power_limit?gpu_ids=0&power_limit_mw=300000&block=true: HTTP 403"), std::string::npos)
+  EXPECT_NE(err.find("POST /gpu/set_power_limit?gpu_ids=0&power_limit_mw=300000&block=true: HTTP 403"),
+            std::string::npos)
       << err;
   // Nothing was changed, so nothing is restored.
   const size_t before = fake_.log().size();

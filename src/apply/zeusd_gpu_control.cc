@@ -56,7 +56,8 @@ std::string StatusHint(long status, const std::string& body) {
 
 // answer[a][b] as a number, or nullopt.
 std::optional<double> Number(const nlohmann::json& answer, const std::string& a, const std::string& b) {
-  if (!answer.is_object() || !answer.contains(a) || !answer[a].is_object() || !answer[a].contains(b)) return std::nullopt;
+  if (!answer.is_object() || !answer.contains(a) || !answer[a].is_object() || !answer[a].contains(b))
+    return std::nullopt;
   const nlohmann::json& v = answer[a][b];
   if (!v.is_number()) return std::nullopt;
   return v.get<double>();
@@ -141,8 +142,8 @@ bool ZeusdGpuControl::Call(int gpu, const char* method, const std::string& targe
   } else {
     curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
   }
-  const std::string where = (gpu >= 0 ? "GPU " + std::to_string(gpu) + ": " : std::string()) + "zeusd at " +
-                            socket_ + ": " + method + " " + target + ": ";
+  const std::string where = (gpu >= 0 ? "GPU " + std::to_string(gpu) + ": " : std::string()) + "zeusd at " + socket_ +
+                            ": " + method + " " + target + ": ";
   const CURLcode rc = curl_easy_perform(curl);
   if (rc != CURLE_OK) {
     const std::string hint = SocketHint(socket_);
@@ -162,8 +163,8 @@ bool ZeusdGpuControl::Call(int gpu, const char* method, const std::string& targe
 bool ZeusdGpuControl::SetLockedClock(int gpu, int mhz, std::string* err) {
   const std::string f = std::to_string(std::max(mhz, 0));
   std::string body;
-  if (!Call(gpu, "POST", "/gpu/set_gpu_locked_clocks" + Query(gpu) + "&min_clock_mhz=" + f + "&max_clock_mhz=" + f +
-                             "&block=true",
+  if (!Call(gpu, "POST",
+            "/gpu/set_gpu_locked_clocks" + Query(gpu) + "&min_clock_mhz=" + f + "&max_clock_mhz=" + f + "&block=true",
             &body, err))
     return false;
   gpus_[static_cast<size_t>(gpu)].locked = true;
@@ -221,10 +222,12 @@ bool ZeusdGpuControl::Offers(Reading r) const {
   switch (r) {
     case Reading::kEnergy:
     case Reading::kPower:
-    case Reading::kPowerLimit: return true;
+    case Reading::kPowerLimit:
+      return true;
     case Reading::kUtilization:
     case Reading::kMemoryUtilization:
-    case Reading::kClock: return false;  // zeusd has no route for them
+    case Reading::kClock:
+      return false;  // zeusd has no route for them
   }
   return false;
 }
@@ -242,8 +245,9 @@ std::optional<double> ZeusdGpuControl::ReadField(int gpu, const std::string& rou
   if (Call(gpu, "GET", route + Query(gpu), &body, &err)) {
     const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
     v = per_gpu_object ? Number(j, id, field) : Number(j, field, id);
-    if (!v) err = "GPU " + std::to_string(gpu) + ": zeusd at " + socket_ + ": GET " + route + Query(gpu) + ": no " +
-                  field + " for GPU " + id + " in its answer: " + body;
+    if (!v)
+      err = "GPU " + std::to_string(gpu) + ": zeusd at " + socket_ + ": GET " + route + Query(gpu) + ": no " + field +
+            " for GPU " + id + " in its answer: " + body;
   }
   if (!v) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -37,7 +37,7 @@ class ZeusdGpuControl : public GpuControl {
   ZeusdGpuControl& operator=(const ZeusdGpuControl&) = delete;
 
   int Count() const override { return static_cast<int>(gpus_.size()); }
-  std::string Name(int) const override { return ""; }                    // zeusd does not say
+  std::string Name(int) const override { return ""; }                  // zeusd does not say
   std::vector<int> SupportedClocks(int) const override { return {}; }  // zeusd does not say
   bool SetLockedClock(int gpu, int mhz, std::string* err) override;
   bool ResetClock(int gpu, std::string* err) override;

@@ -135,6 +135,11 @@ fi
 EMO_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$emo" gpus >/dev/null 2>"$tmp/err"; rc=$?
 check "gpus without a driver exits 1" test $rc -eq 1
 check "gpus without a driver says so in one line" bash -c "grep -q 'is an NVIDIA driver installed' '$tmp/err' && test \$(wc -l <'$tmp/err') -eq 1"
+ZEUSD_SOCK_PATH=/nonexistent/zeusd.sock "$emo" gpus --backend zeusd >/dev/null 2>"$tmp/err"; rc=$?
+check "gpus --backend zeusd without a daemon exits 1" test $rc -eq 1
+check "and names the missing socket in one line" bash -c "grep -q 'no socket at /nonexistent/zeusd.sock' '$tmp/err' && test \$(wc -l <'$tmp/err') -eq 1"
+"$emo" run --backend nope -- true >/dev/null 2>&1; rc=$?
+check "run rejects an unknown back end" test $rc -ne 0
 
 # Bad input: one line on stderr naming the file, non-zero exit, no crash (exit code 1, not a signal).
 printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 12' >"$tmp/truncated.json"

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/analyze.h"
+#include "cli/gpu_backend.h"
 #include "cli/gpus.h"
 #include "cli/run.h"
 #include "cli/sim.h"
@@ -37,11 +38,14 @@ int main(int argc, char** argv) {
   s->add_option("--measure", sim.measure_out, "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iteration_ms, per_gpu, ...)");
 
   emo::GpusOptions gpus;
-  CLI::App* gp = app.add_subcommand("gpus", "List this machine's NVIDIA GPUs as EMO's NVML back end sees them: clocks, "
-                                            "power, limits, energy counter, utilisation (read only)");
+  CLI::App* gp = app.add_subcommand("gpus", "List this machine's NVIDIA GPUs as EMO's NVML (or zeusd) back end sees "
+                                            "them: clocks, power, limits, energy counter, utilisation (read only)");
   gp->add_flag("--json", gpus.json, "print a JSON array instead of text");
   gp->add_flag("--reset", gpus.reset,
-               "unlock every GPU's clocks and restore its default power limit (recovery; needs root)");
+               "unlock every GPU's clocks and restore its default power limit (recovery; needs root; through "
+               "zeusd, clocks only)");
+  gp->add_option("--backend", gpus.backend, std::string("GPU back end: ") + emo::kGpuBackendUsage)
+      ->check(CLI::IsMember({"nvml", "zeusd"}));
 
   emo::RunOptions run;
   CLI::App* r = app.add_subcommand("run", "Run a command on this machine's GPUs, optionally under an online method, "
@@ -53,6 +57,8 @@ int main(int argc, char** argv) {
                      "$EMO_STEP_SOCKET as each begins)");
   r->add_option("--policy", run.policy, "frequency policy JSON, played at every iteration start ($EMO_STEP_SOCKET)");
   r->add_option("--measure", run.measure_out, "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iterations, per_gpu, ...)");
+  r->add_option("--backend", run.backend, std::string("GPU back end: ") + emo::kGpuBackendUsage)
+      ->check(CLI::IsMember({"nvml", "zeusd"}));
   r->add_option("command", run.command, "the command, after --")->required();
 
   CLI11_PARSE(app, argc, argv);

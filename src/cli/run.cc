@@ -1,4 +1,4 @@
-// run.cc — the `emo run` command: NVML back end + RealtimeHost around a child process.
+// run.cc — the `emo run` command: a GPU back end (NVML or zeusd) + RealtimeHost around a child process.
 //
 // The child learns of a Unix datagram socket through $EMO_STEP_SOCKET; a training loop that sends
 // one datagram there as each iteration begins gives iteration-driven methods (Zeus's power-limit
@@ -21,10 +21,10 @@
 #include <nlohmann/json.hpp>
 
 #include "apply/measurement.h"
-#include "apply/nvml_gpu_control.h"
 #include "apply/policy_player.h"
 #include "apply/realtime_host.h"
 #include "apply/step_socket.h"
+#include "cli/gpu_backend.h"
 #include "online/registry.h"
 
 extern char** environ;
@@ -52,25 +52,26 @@ int RunCommand(const RunOptions& opt) {
     fmt::print(stderr, "emo run: {}\n", err);
     return 1;
   }
-  std::unique_ptr<NvmlGpuControl> nvml = NvmlGpuControl::Open(&err);
-  if (!nvml) {
+  GpuBackend backend;
+  if (!backend.Open(opt.backend, &err)) {
     fmt::print(stderr, "emo run: {}\n", err);
     return 1;
   }
+  GpuControl* gpus = backend.gpus;  // either back end
   for (const auto& g : policy.gpus)
-    if (g.gpu >= nvml->Count()) {
-      fmt::print(stderr, "emo run: {}: no GPU {} (there are {})\n", opt.policy, g.gpu, nvml->Count());
+    if (g.gpu >= gpus->Count()) {
+      fmt::print(stderr, "emo run: {}: no GPU {} (there are {})\n", opt.policy, g.gpu, gpus->Count());
       return 1;
     }
-  std::unique_ptr<OnlineMethod> method = BuildMethod(method_spec, nvml.get(), &err);
+  std::unique_ptr<OnlineMethod> method = BuildMethod(method_spec, gpus, &err);
   if (method_spec.entry && !method) {
     fmt::print(stderr, "emo run: {}\n", err);
     return 1;
   }
   const bool iteration_driven = method_spec.entry && method_spec.entry->iteration_driven;
   RealtimeHost host;
-  PolicyPlayer player(policy, nvml.get());
-  Meter meter(nvml.get(), /*warmup=*/-1);  // the window is the whole run: opened before the job starts
+  PolicyPlayer player(policy, gpus);
+  Meter meter(gpus, /*warmup=*/-1);  // the window is the whole run: opened before the job starts
   host.Add(&player);
   host.Add(&meter);
   if (method) host.Add(method.get());
@@ -108,7 +109,7 @@ int RunCommand(const RunOptions& opt) {
   const double end_ns = host.NowNs();
   host.Stop();  // Finish(): every controller resets what it changed
   std::string restore_err;
-  const bool restored = nvml->RestoreAll(&restore_err);
+  const bool restored = backend.RestoreAll(&restore_err);
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGHUP, &old_hup, nullptr);
@@ -128,8 +129,8 @@ int RunCommand(const RunOptions& opt) {
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
   if (measured)
     fmt::print(stderr, "emo run: {} exited with {} after {:.3f} s and {} iterations; {:.1f} J on {} GPUs{}\n",
-               opt.command[0], code, m.window_s, m.iterations, m.energy_j, nvml->Count(),
-               nvml->error().empty() ? "" : " (" + nvml->error() + ")");
+               opt.command[0], code, m.window_s, m.iterations, m.energy_j, gpus->Count(),
+               gpus->error().empty() ? "" : " (" + gpus->error() + ")");
   else
     fmt::print(stderr, "emo run: {} exited with {}; no energy measurement: {}\n", opt.command[0], code, err);
   std::vector<std::string> lines;

@@ -1,5 +1,5 @@
 // run.h — `emo run`: run a command on this machine's GPUs under an online method or a frequency
-// policy (through NVML), measure its time and energy from the GPUs' counters, and restore the
+// policy (through NVML or the Zeus daemon), measure its time and energy from the GPUs' counters, and restore the
 // clocks afterwards.
 #pragma once
 
@@ -13,6 +13,7 @@ struct RunOptions {
   std::string controller;            // "" or an online method, e.g. "geepafs:p=0.9"
   std::string policy;                // frequency policy JSON, optional
   std::string measure_out;           // measurement JSON, optional
+  std::string backend = "nvml";      // "nvml" or "zeusd"
 };
 
 // Returns the command's exit status (or 1 when EMO itself failed; 128+N when a signal N ended it).

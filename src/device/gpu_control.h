@@ -4,10 +4,11 @@
 // methods (Zeus, GEEPAFS, GPOEO) run unchanged on hardware and in simulation.
 //
 // Clock control and telemetry are one interface, not two: every back end that can set a clock can
-// also read at least the clock and the energy counter of the same GPU, and every user of the one
-// needs the other on the same GPU. What differs between back ends is which readings they have (the
-// Zeus daemon offers the energy counter but no utilisation), so each says so through Offers(), and
-// a reading it lacks, or a read that failed at run time, is std::nullopt: never a silent NaN.
+// also read at least the energy counter of the same GPU, and every user of the one needs the other
+// on the same GPU. What differs between back ends is which readings they have (the Zeus daemon
+// offers the energy counter and power but neither utilisation nor the clock in effect), so each
+// says so through Offers(), and a reading it lacks, or a read that failed at run time, is
+// std::nullopt: never a silent NaN.
 #pragma once
 
 #include <optional>

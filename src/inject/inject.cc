@@ -5,6 +5,7 @@
 // OMPI_COMM_WORLD_RANK or SLURM_PROCID, else emo-trace-pid<P>.json. Errors go to stderr as one
 // line each and never stop the traced program.
 #include <cupti.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -107,6 +108,16 @@ void WriteAtExit() {
   if (!emo::WriteKinetoJson(g_state->trace, 0, path, &err)) Warn(err);
 }
 
+// CUPTI records NVTX ranges only when NVTX loads CUPTI as its injection library, which NVTX looks
+// up in NVTX_INJECTION64_PATH at the program's first NVTX call. Point it at the libcupti this
+// library uses unless the user set it; ranges begun before CUDA starts still need it set in advance.
+void PointNvtxAtCupti() {
+  if (std::getenv("NVTX_INJECTION64_PATH")) return;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cuptiActivityEnable), &info) != 0 && info.dli_fname)
+    setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
+}
+
 }  // namespace
 
 // Called by the CUDA driver when CUDA_INJECTION64_PATH names this library. Returns 1 (success)
@@ -130,6 +141,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     refused += (refused.empty() ? "" : ",") + std::to_string(static_cast<int>(kind));
   }
   if (first_error != CUPTI_SUCCESS) Check(first_error, ("cuptiActivityEnable (kinds " + refused + ")").c_str());
+  PointNvtxAtCupti();
   std::atexit(WriteAtExit);
   return 1;
 }

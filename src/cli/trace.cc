@@ -21,6 +21,7 @@
 extern char** environ;
 
 namespace emo {
+#ifdef EMO_HAVE_CUPTI
 namespace {
 
 namespace fs = std::filesystem;
@@ -41,6 +42,7 @@ std::string InjectLibrary() {
 }
 
 }  // namespace
+#endif
 
 int RunTrace(const TraceOptions& opt) {
 #ifndef EMO_HAVE_CUPTI

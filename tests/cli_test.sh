@@ -141,6 +141,22 @@ check "and names the missing socket in one line" bash -c "grep -q 'no socket at 
 "$emo" run --backend nope -- true >/dev/null 2>&1; rc=$?
 check "run rejects an unknown back end" test $rc -ne 0
 
+# emo trace: one clear line and exit 1 when it cannot trace; the command's status otherwise.
+"$emo" trace -o "$tmp/traces" >/dev/null 2>"$tmp/err"; rc=$?
+check "trace without a command exits 1" test $rc -eq 1
+check "trace without a command says so in one line" test "$(wc -l <"$tmp/err")" -eq 1
+EMO_INJECT_LIBRARY=/nonexistent/libemo_inject.so "$emo" trace -o "$tmp/traces" -- true >/dev/null 2>"$tmp/err"; rc=$?
+check "trace with a missing library exits 1" test $rc -eq 1
+check "trace with a missing library says so in one line" test "$(wc -l <"$tmp/err")" -eq 1
+if [ -f "$(dirname "$emo")/libemo_inject.so" ]; then
+  check "the missing library's error names it" grep -q "/nonexistent/libemo_inject.so not found" "$tmp/err"
+  "$emo" trace -o "$tmp/traces" -- sh -c 'exit 3' >/dev/null 2>"$tmp/err"; rc=$?
+  check "trace exits with the command's status" test $rc -eq 3
+  check "trace reports that a non-CUDA command wrote no trace" grep -q "wrote no trace" "$tmp/err"
+else
+  check "an emo without CUDA support says so" grep -q "without CUDA support" "$tmp/err"
+fi
+
 # Bad input: one line on stderr naming the file, non-zero exit, no crash (exit code 1, not a signal).
 printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 12' >"$tmp/truncated.json"
 "$emo" analyze "$tmp/truncated.json" >/dev/null 2>"$tmp/err"; rc=$?

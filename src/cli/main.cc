@@ -8,6 +8,7 @@
 #include "cli/gpus.h"
 #include "cli/run.h"
 #include "cli/sim.h"
+#include "cli/trace.h"
 #include "online/registry.h"
 
 int main(int argc, char** argv) {
@@ -61,6 +62,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"nvml", "zeusd"}));
   r->add_option("command", run.command, "the command, after --")->required();
 
+  emo::TraceOptions trace;
+  CLI::App* t = app.add_subcommand("trace", "Trace an unmodified CUDA program with EMO's CUPTI injection library: one "
+                                            "Kineto JSON per process in DIR, for emo analyze");
+  t->add_option("-o,--output", trace.out_dir, "directory for the traces (emo-trace-rank<R>.json or -pid<P>.json)")
+      ->required();
+  t->add_option("command", trace.command, "the command, after --");
+
   CLI11_PARSE(app, argc, argv);
   if (a->parsed()) {
     analyze.progress = isatty(STDERR_FILENO) != 0;
@@ -69,5 +77,6 @@ int main(int argc, char** argv) {
   if (s->parsed()) return emo::RunSim(sim);
   if (gp->parsed()) return emo::RunGpus(gpus);
   if (r->parsed()) return emo::RunCommand(run);
+  if (t->parsed()) return emo::RunTrace(trace);
   return 0;
 }

@@ -1,0 +1,89 @@
+// cupti_records.h — turns CUPTI Activity API records (the structs of the installed cupti_activity.h)
+// into EMO's in-memory Trace. It needs no GPU and no libcupti, so tests feed it records built in memory.
+//
+// Handled kinds and the records they arrive as with CUDA 13's CUPTI:
+//   RUNTIME, DRIVER (CUpti_ActivityAPI)          CpuCall: thread, correlation, name from the callback id
+//   KERNEL, CONCURRENT_KERNEL (CUpti_ActivityKernel10), MEMCPY (CUpti_ActivityMemcpy6),
+//   MEMCPY2 (CUpti_ActivityMemcpyPtoP4), MEMSET (CUpti_ActivityMemset4)
+//                                                GpuOp: device, stream, start, end, correlation
+//   SYNCHRONIZATION (CUpti_ActivitySynchronization2)   SyncRecord; an event wait is resolved to the
+//                                                awaited cudaEventRecord (stream, correlation) through
+//   CUDA_EVENT (CUpti_ActivityCudaEvent2)         the records' cudaEventSyncId, else the event id
+//   DEVICE (CUpti_ActivityDevice5)               the GPU name
+//   MARKER (CUpti_ActivityMarker2)               NVTX ranges named "ProfilerStep#N" or "emo.step" become
+//                                                Iterations; other markers are ignored
+// Every other kind is counted in skipped() and dropped. Times are CUPTI's nanoseconds.
+#pragma once
+
+#include <cupti_activity.h>
+#include <cupti_callbacks.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/trace.h"
+
+namespace emo {
+
+// Names a CUDA API function from its CUPTI callback id. The injection library passes one that asks
+// libcupti (cuptiGetCallbackName); without one, or when it returns "", a built-in table names the
+// calls that order GPU work (launches, copies, memsets, syncs, event record/wait).
+using CallbackNamer = std::string (*)(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+
+// The built-in table; "" for callback ids it does not know.
+std::string BuiltinCallbackName(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+
+class CuptiRecordConverter {
+ public:
+  // Appends to trace->ranks[rank_index]; pid is the traced process (CPU threads' pid).
+  CuptiRecordConverter(Trace* trace, size_t rank_index, CallbackNamer namer = nullptr);
+
+  // Converts one record of any kind; names are copied, so the record's buffer may be reused after.
+  void Add(const CUpti_Activity* record);
+
+  // Resolves event waits, turns closed step ranges into iterations and sorts the rank
+  // (RankTrace::Finish). Call once, after the last Add.
+  void Finish();
+
+  int64_t converted() const { return converted_; }
+  int64_t skipped() const { return skipped_; }
+
+ private:
+  struct EventRecord {   // one cudaEventRecord, from CUPTI_ACTIVITY_KIND_CUDA_EVENT
+    uint64_t sync_id = 0;
+    uint32_t event_id = 0;
+    int64_t stream = -1;
+    int64_t correlation = -1;
+  };
+  struct PendingWait {   // an event sync / stream wait whose event record may come in a later buffer
+    size_t sync_index = 0;
+    uint64_t sync_id = 0;
+    uint32_t event_id = 0;
+  };
+  struct OpenRange {
+    int64_t start_ns = 0;
+    int64_t step = -1;   // -1: not an iteration marker
+  };
+
+  RankTrace& rank() { return trace_->ranks[rank_index_]; }
+  void AddApi(const CUpti_ActivityAPI& r);
+  void AddOp(int64_t start, int64_t end, int64_t correlation, uint32_t device, uint32_t stream, uint32_t name,
+             GpuOpKind kind, int64_t bytes);
+  void AddSync(const CUpti_ActivitySynchronization2& r);
+  void AddMarker(const CUpti_ActivityMarker2& r);
+
+  Trace* trace_;
+  size_t rank_index_;
+  CallbackNamer namer_;
+  std::unordered_map<uint64_t, uint32_t> api_names_;  // (domain << 32 | cbid) -> StringTable id
+  std::vector<EventRecord> events_;
+  std::vector<PendingWait> waits_;
+  std::unordered_map<uint32_t, OpenRange> open_ranges_;  // NVTX marker id -> its start
+  int64_t emo_steps_ = 0;
+  int64_t converted_ = 0;
+  int64_t skipped_ = 0;
+};
+
+}  // namespace emo

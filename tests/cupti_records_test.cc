@@ -1,0 +1,289 @@
+// cupti_records_test.cc — CUPTI activity records (the installed headers' structs, filled in memory:
+// no GPU needed) -> Trace -> EMO's Kineto writer -> EMO's importer -> execution graph: the calls,
+// ops, syncs and iteration survive, and the graph has the launch, stream, event-wait and sync edges.
+#include "trace/cupti_records.h"
+
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "graph/builder.h"
+#include "test_util.h"
+#include "trace/kineto_json.h"
+#include "trace/kineto_writer.h"
+
+namespace emo {
+namespace {
+
+constexpr uint64_t kBase = 1'700'000'000'123'456'789ULL;  // CUPTI timestamps are ns since the epoch
+constexpr uint32_t kPid = 4242, kTid = 4243;
+
+const CUpti_Activity* AsRecord(const void* r) { return reinterpret_cast<const CUpti_Activity*>(r); }
+
+void AddApi(CuptiRecordConverter* c, CUpti_CallbackId cbid, uint64_t start, uint64_t end, uint32_t corr) {
+  CUpti_ActivityAPI a{};
+  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  a.cbid = cbid;
+  a.start = kBase + start;
+  a.end = kBase + end;
+  a.processId = kPid;
+  a.threadId = kTid;
+  a.correlationId = corr;
+  c->Add(AsRecord(&a));
+}
+
+void AddKernel(CuptiRecordConverter* c, const char* name, uint32_t stream, uint64_t start, uint64_t end,
+               uint32_t corr) {
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.name = name;
+  k.deviceId = 0;
+  k.streamId = stream;
+  k.start = kBase + start;
+  k.end = kBase + end;
+  k.correlationId = corr;
+  c->Add(AsRecord(&k));
+}
+
+void AddMarker(CuptiRecordConverter* c, uint32_t id, CUpti_ActivityFlag flag, uint64_t t, const char* name) {
+  CUpti_ActivityMarker2 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  m.flags = flag;
+  m.id = id;
+  m.timestamp = kBase + t;
+  m.name = name;
+  m.domain = nullptr;
+  c->Add(AsRecord(&m));
+}
+
+// One iteration of a two-stream program, as CUPTI would report it. Times in ns after kBase.
+//   thread: ProfilerStep#3 range [0, 300]
+//     cudaLaunchKernel      corr 1  -> producer(float*) on stream 7 [100, 200]
+//     cudaMemcpyAsync       corr 2  -> HtoD copy on stream 7 [200, 220]
+//     cudaEventRecord       corr 3  on stream 7 (event 5)
+//     cudaStreamWaitEvent   corr 4  stream 9 waits for event 5
+//     cudaLaunchKernel      corr 5  -> consumer on stream 9 [225, 260]
+//     cudaMemsetAsync       corr 6  -> memset on stream 9 [262, 270]
+//     cudaStreamSynchronize corr 7  on stream 9, returns at 275
+void FillOneIteration(CuptiRecordConverter* c) {
+  CUpti_ActivityDevice5 dev{};
+  dev.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  dev.name = "NVIDIA H200";
+  c->Add(AsRecord(&dev));
+  AddMarker(c, 1, CUPTI_ACTIVITY_FLAG_MARKER_START, 0, "ProfilerStep#3");
+  AddMarker(c, 2, CUPTI_ACTIVITY_FLAG_MARKER_START, 5, "forward");  // not an iteration
+  AddApi(c, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 10, 20, 1);
+  AddKernel(c, "_Z8producerPf", 7, 100, 200, 1);
+  AddApi(c, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 25, 30, 2);
+  CUpti_ActivityMemcpy6 copy{};
+  copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  copy.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  copy.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  copy.bytes = 4096;
+  copy.start = kBase + 200;
+  copy.end = kBase + 220;
+  copy.streamId = 7;
+  copy.correlationId = 2;
+  c->Add(AsRecord(&copy));
+  AddApi(c, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, 35, 37, 3);
+  AddApi(c, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, 40, 42, 4);
+  CUpti_ActivitySynchronization2 wait{};
+  wait.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  wait.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
+  wait.start = kBase + 40;
+  wait.end = kBase + 42;
+  wait.correlationId = 4;
+  wait.streamId = 9;
+  wait.cudaEventId = 5;
+  wait.cudaEventSyncId = 77;
+  c->Add(AsRecord(&wait));
+  // The event record arrives after the wait (another buffer): the converter resolves at Finish.
+  CUpti_ActivityCudaEvent2 event{};
+  event.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+  event.correlationId = 3;
+  event.streamId = 7;
+  event.eventId = 5;
+  event.cudaEventSyncId = 77;
+  c->Add(AsRecord(&event));
+  AddApi(c, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 45, 50, 5);
+  AddKernel(c, "consumer", 9, 225, 260, 5);
+  AddApi(c, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, 52, 55, 6);
+  CUpti_ActivityMemset4 memset{};
+  memset.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  memset.bytes = 512;
+  memset.start = kBase + 262;
+  memset.end = kBase + 270;
+  memset.streamId = 9;
+  memset.correlationId = 6;
+  memset.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  c->Add(AsRecord(&memset));
+  AddApi(c, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 60, 275, 7);
+  CUpti_ActivitySynchronization2 sync{};
+  sync.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  sync.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  sync.start = kBase + 60;
+  sync.end = kBase + 275;
+  sync.correlationId = 7;
+  sync.streamId = 9;
+  sync.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  c->Add(AsRecord(&sync));
+  AddMarker(c, 2, CUPTI_ACTIVITY_FLAG_MARKER_END, 90, nullptr);
+  AddMarker(c, 1, CUPTI_ACTIVITY_FLAG_MARKER_END, 300, nullptr);
+  CUpti_ActivityOverhead3 overhead{};  // a kind EMO does not use
+  overhead.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  c->Add(AsRecord(&overhead));
+}
+
+size_t CountEdges(const Graph& g, EdgeKind k) { return std::count(g.pred_kind.begin(), g.pred_kind.end(), k); }
+
+// Whether node `to` has an edge of kind k from node `from`.
+bool HasEdge(const Graph& g, uint32_t from, uint32_t to, EdgeKind k) {
+  for (uint32_t e = g.pred_begin[to]; e < g.pred_begin[to + 1]; ++e)
+    if (g.pred[e] == from && g.pred_kind[e] == k) return true;
+  return false;
+}
+
+TEST(CuptiRecords, ConvertsRecordsIntoATrace) {
+  Trace t;
+  t.ranks.emplace_back();
+  CuptiRecordConverter c(&t, 0);
+  FillOneIteration(&c);
+  c.Finish();
+  EXPECT_EQ(c.skipped(), 1);
+  const RankTrace& r = t.ranks[0];
+  EXPECT_EQ(r.gpu_name, "NVIDIA H200");
+  ASSERT_EQ(r.threads.size(), 1u);
+  EXPECT_EQ(r.threads[0], (ThreadId{kPid, kTid}));
+  ASSERT_EQ(r.calls.size(), 7u);
+  EXPECT_EQ(t.names.Get(r.calls[0].name), "cudaLaunchKernel");
+  EXPECT_EQ(r.calls[0].kind, CallKind::kLaunch);
+  EXPECT_EQ(r.calls[6].kind, CallKind::kStreamSync);
+  EXPECT_EQ(r.calls[0].start_ns, static_cast<int64_t>(kBase + 10));
+  ASSERT_EQ(r.ops.size(), 4u);
+  EXPECT_EQ(t.names.Get(r.ops[0].name), "producer(float*)");  // demangled, as Kineto shows it
+  EXPECT_EQ(r.ops[0].stream, 7);
+  EXPECT_EQ(r.ops[0].correlation, 1);
+  EXPECT_EQ(t.names.Get(r.ops[1].name), "Memcpy HtoD (Pinned -> Device)");
+  EXPECT_EQ(r.ops[1].bytes, 4096);
+  EXPECT_EQ(r.ops[3].kind, GpuOpKind::kMemset);
+  ASSERT_EQ(r.syncs.size(), 2u);
+  const SyncRecord& wait = r.syncs[0];
+  EXPECT_EQ(wait.kind, SyncKind::kStreamWaitEvent);
+  EXPECT_EQ(wait.stream, 9);
+  EXPECT_EQ(wait.wait_on_stream, 7);
+  EXPECT_EQ(wait.record_correlation, 3);
+  EXPECT_EQ(r.syncs[1].kind, SyncKind::kStreamSync);
+  EXPECT_EQ(r.syncs[1].event_id, -1);
+  ASSERT_EQ(r.iterations.size(), 1u);
+  EXPECT_EQ(r.iterations[0].step, 3);
+  EXPECT_EQ(r.iterations[0].end_ns - r.iterations[0].start_ns, 300);
+}
+
+TEST(CuptiRecords, KinetoRoundTripBuildsTheGraph) {
+  Trace t;
+  t.ranks.emplace_back();
+  CuptiRecordConverter c(&t, 0);
+  FillOneIteration(&c);
+  c.Finish();
+  std::string json;
+  WriteKinetoJson(t, 0, &json);
+
+  Trace back;
+  std::string err;
+  ASSERT_TRUE(ParseKinetoJson("cupti.json", json.data(), json.size(), &back, &err)) << err;
+  const RankTrace& r = back.ranks[0];
+  EXPECT_EQ(r.calls.size(), 7u);
+  EXPECT_EQ(r.ops.size(), 4u);
+  EXPECT_EQ(r.syncs.size(), 2u);
+  EXPECT_EQ(r.gpu_name, "NVIDIA H200");
+  ASSERT_EQ(r.iterations.size(), 1u);
+  EXPECT_EQ(r.iterations[0].step, 3);
+  EXPECT_EQ(r.iterations[0].start_ns, static_cast<int64_t>(kBase));
+  EXPECT_EQ(r.iterations[0].end_ns, static_cast<int64_t>(kBase + 300));
+
+  Graph g;
+  BuildReport report;
+  test::Build(back, &g, &report);
+  EXPECT_EQ(CountEdges(g, EdgeKind::kLaunch), 4u);  // two kernels, the copy, the memset
+  EXPECT_EQ(CountEdges(g, EdgeKind::kStream), 2u);  // producer -> copy on 7, consumer -> memset on 9
+  EXPECT_EQ(CountEdges(g, EdgeKind::kEventWait), 1u);
+  EXPECT_GE(CountEdges(g, EdgeKind::kSync), 1u);
+  ASSERT_EQ(report.ranks.size(), 1u);
+  EXPECT_EQ(report.ranks[0].waits_exact, 2);  // the stream wait and the stream sync, from sync records
+  EXPECT_EQ(report.ranks[0].waits_inferred, 0);
+  EXPECT_EQ(report.ranks[0].ops_without_launch, 0);
+
+  const uint32_t producer = test::FindNode(back, g, "producer(float*)");
+  const uint32_t copy = test::FindNode(back, g, "Memcpy HtoD (Pinned -> Device)");
+  const uint32_t consumer = test::FindNode(back, g, "consumer");
+  const uint32_t memset = test::FindNode(back, g, "Memset (Device)");
+  const uint32_t launch = test::FindNode(back, g, "cudaLaunchKernel");
+  const uint32_t sync = test::FindNode(back, g, "cudaStreamSynchronize");
+  EXPECT_TRUE(HasEdge(g, launch, producer, EdgeKind::kLaunch));
+  EXPECT_TRUE(HasEdge(g, producer, copy, EdgeKind::kStream));
+  EXPECT_TRUE(HasEdge(g, copy, consumer, EdgeKind::kEventWait));  // the last op on 7 before the record
+  EXPECT_TRUE(HasEdge(g, consumer, memset, EdgeKind::kStream));
+  EXPECT_TRUE(HasEdge(g, memset, sync, EdgeKind::kSync));
+}
+
+TEST(CuptiRecords, EventWaitFallsBackToTheEventId) {
+  // Without cudaEventSyncId (0), the wait takes the last record of its event before it.
+  Trace t;
+  t.ranks.emplace_back();
+  CuptiRecordConverter c(&t, 0);
+  for (uint32_t corr : {3u, 8u, 20u}) {
+    CUpti_ActivityCudaEvent2 e{};
+    e.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+    e.correlationId = corr;
+    e.streamId = corr + 100;
+    e.eventId = 5;
+    c.Add(AsRecord(&e));
+  }
+  CUpti_ActivitySynchronization2 s{};
+  s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+  s.correlationId = 10;
+  s.cudaEventId = 5;
+  c.Add(AsRecord(&s));
+  c.Finish();
+  ASSERT_EQ(t.ranks[0].syncs.size(), 1u);
+  EXPECT_EQ(t.ranks[0].syncs[0].kind, SyncKind::kEventSync);
+  EXPECT_EQ(t.ranks[0].syncs[0].record_correlation, 8);
+  EXPECT_EQ(t.ranks[0].syncs[0].wait_on_stream, 108);
+}
+
+TEST(CuptiRecords, NamesCallsItDoesNotKnowByCallbackId) {
+  Trace t;
+  t.ranks.emplace_back();
+  CuptiRecordConverter c(&t, 0, [](CUpti_CallbackDomain, CUpti_CallbackId cbid) {
+    return cbid == 1 ? std::string("cudaDriverGetVersion") : std::string();
+  });
+  AddApi(&c, 1, 0, 1, 1);
+  AddApi(&c, 999999, 2, 3, 2);
+  AddApi(&c, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 4, 5, 3);
+  CUpti_ActivityAPI d{};
+  d.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  d.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+  d.correlationId = 4;
+  c.Add(AsRecord(&d));
+  AddMarker(&c, 7, CUPTI_ACTIVITY_FLAG_MARKER_START, 10, "emo.step");
+  AddMarker(&c, 7, CUPTI_ACTIVITY_FLAG_MARKER_END, 20, nullptr);
+  AddMarker(&c, 8, CUPTI_ACTIVITY_FLAG_MARKER_START, 20, "emo.step");
+  AddMarker(&c, 8, CUPTI_ACTIVITY_FLAG_MARKER_END, 30, nullptr);
+  c.Finish();
+  std::vector<std::string> names;
+  for (const CpuCall& call : t.ranks[0].calls) names.push_back(t.names.Get(call.name));
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"cuLaunchKernel", "cudaDeviceSynchronize", "cudaDriverGetVersion",
+                                             "cudaRuntimeApi#999999"}));
+  ASSERT_EQ(t.ranks[0].iterations.size(), 2u);
+  EXPECT_EQ(t.ranks[0].iterations[0].step, 0);
+  EXPECT_EQ(t.ranks[0].iterations[1].step, 1);
+}
+
+}  // namespace
+}  // namespace emo

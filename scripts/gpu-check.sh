@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# gpu-check.sh — EMO's real-GPU paths on a machine with an NVIDIA GPU: the NVML back end (emo gpus),
+# CUPTI tracing of an unmodified CUDA program and of a small PyTorch job (emo trace) and the replay
+# of those traces (emo analyze), clock locking through a policy and the clocks' reset afterwards,
+# and GEEPAFS on real telemetry (emo run). Every step prints PASS, FAIL or SKIP and why.
+# Usage: scripts/gpu-check.sh [BIN_DIR] [OUT_DIR]   (BIN_DIR holds emo and libemo_inject.so;
+# it is built there with CMake when missing). Results for docs/hardware.md are in OUT_DIR.
+set -u
+cd "$(dirname "$0")/.."
+bin=${1:-build-release}
+out=${2:-gpu-check-out}
+mkdir -p "$out"
+emo=$bin/emo
+if [ ! -x "$emo" ]; then
+  cmake -S . -B "$bin" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMO_BENCH=OFF >/dev/null && cmake --build "$bin" --target emo emo_inject || exit 1
+fi
+fails=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+skip() { echo "SKIP: $*"; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv 2>&1 | head -5
+"$emo" gpus && pass "emo gpus" || fail "emo gpus"
+"$emo" gpus --json >"$out/gpus.json" || fail "emo gpus --json"
+
+# A CUDA program with two streams and an event dependency, traced through CUPTI injection.
+if nvcc -O2 -arch=native -o "$out/two_streams" tests/gpu/two_streams.cu 2>"$out/nvcc.log"; then
+  timeout 120 "$out/two_streams" 20 && pass "two_streams runs" || fail "two_streams runs"
+  if timeout 180 "$emo" trace -o "$out/trace-cuda" -- "$out/two_streams" 20; then
+    ls -l "$out/trace-cuda"
+    if "$emo" analyze "$out/trace-cuda" --json >"$out/analyze-cuda.json"; then
+      "$emo" analyze "$out/trace-cuda" | head -30
+      python3 - "$out/analyze-cuda.json" <<'PY' && pass "CUDA trace replays within 3 %" || fail "CUDA trace replays within 3 %"
+import json, sys
+a = json.load(open(sys.argv[1]))
+print("replay error", a["replay_error"], "observed_ms", a["observed_ms"], "nodes", a["nodes"])
+sys.exit(0 if abs(a["replay_error"]) < 0.03 else 1)
+PY
+    else
+      fail "emo analyze of the CUDA trace"
+    fi
+  else
+    fail "emo trace of two_streams"
+  fi
+else
+  cat "$out/nvcc.log"; fail "nvcc two_streams.cu"
+fi
+
+# Clock locking through a policy: a middle clock for the whole iteration, reset afterwards.
+mid=$(python3 -c "import json; c=json.load(open('$out/gpus.json'))[0]['supported_sm_clocks_mhz']; print(c[len(c)//2] if c else 0)" 2>/dev/null || echo 0)
+if [ "$mid" -gt 0 ] && [ -x "$out/two_streams" ]; then
+  echo "{\"gpus\": [{\"gpu\": 0, \"changes\": [{\"t_ms\": 0, \"mhz\": $mid}]}]}" >"$out/policy.json"
+  timeout 120 "$emo" run --measure "$out/run-default.json" -- "$out/two_streams" 100 && pass "emo run (default clocks)" ||
+    fail "emo run (default clocks)"
+  if timeout 120 "$emo" run --policy "$out/policy.json" --measure "$out/run-policy.json" -- "$out/two_streams" 100 \
+      2>"$out/run-policy.err"; then
+    cat "$out/run-policy.err"
+    if grep -qi "permission\|not permitted\|NoPermission" "$out/run-policy.err"; then
+      skip "clock locking not permitted here: $(head -1 "$out/run-policy.err")"
+    else
+      pass "emo run --policy at $mid MHz"
+    fi
+  else
+    cat "$out/run-policy.err"; fail "emo run --policy"
+  fi
+  "$emo" gpus --json >"$out/gpus-after.json" && python3 - "$out" <<'PY'
+import json, sys
+d = sys.argv[1]
+for name in ("run-default", "run-policy"):
+    try:
+        m = json.load(open(f"{d}/{name}.json"))
+        print(name, "window_s", round(m.get("window_s", 0), 3), "energy_j", round(m.get("energy_j", 0), 1),
+              "iterations", m.get("iterations"), "iteration_ms", m.get("iteration_ms"))
+    except Exception as e:
+        print(name, "unreadable:", e)
+print("after: SM clock", json.load(open(f"{d}/gpus-after.json"))[0]["sm_clock_mhz"], "MHz")
+PY
+else
+  skip "no supported clock list or no two_streams binary"
+fi
+
+# A small PyTorch job: traced, and run under GEEPAFS.
+if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  if timeout 180 "$emo" trace -o "$out/trace-torch" -- python3 tests/gpu/train_small.py 10 &&
+     "$emo" analyze "$out/trace-torch" --json >"$out/analyze-torch.json"; then
+    "$emo" analyze "$out/trace-torch" | head -20
+    python3 -c "import json; a=json.load(open('$out/analyze-torch.json')); print('torch replay error', a['replay_error'])"
+    pass "PyTorch job traced and analysed"
+  else
+    fail "PyTorch job traced and analysed"
+  fi
+  timeout 180 "$emo" run --controller geepafs --measure "$out/run-geepafs.json" -- python3 tests/gpu/train_small.py 300 &&
+    pass "emo run --controller geepafs" || fail "emo run --controller geepafs"
+else
+  skip "python3 has no CUDA-enabled torch"
+fi
+echo "gpu-check: $fails failed"
+[ $fails = 0 ]

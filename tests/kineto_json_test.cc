@@ -70,6 +70,32 @@ TEST(KinetoJson, ReadsEventsArgsAndMetadata) {
   EXPECT_EQ(r.iterations[0].end_ns - r.iterations[0].start_ns, 50000);
 }
 
+// The older PyTorch profiler dialect (categories Runtime, Kernel, Memcpy; flows async_gpu) reads
+// like today's, and a graph built from it links the launch to its kernel.
+TEST(KinetoJson, ReadsOlderProfilerDialect) {
+  const char* json = R"J({"traceEvents": [
+      {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 6, "ts": 10, "dur": 4,
+       "args": {"correlation": 3, "external id": 1}},
+      {"ph": "s", "id": 3, "pid": 5, "tid": 6, "ts": 10, "cat": "async_gpu", "name": "async_gpu"},
+      {"ph": "X", "cat": "Kernel", "name": "volta_sgemm", "pid": 0, "tid": "stream 7", "ts": 20, "dur": 5,
+       "args": {"device": 0, "stream": 7, "correlation": 3}},
+      {"ph": "X", "cat": "Memcpy", "name": "Memcpy DtoH (Device -> Pageable)", "pid": 0, "tid": "stream 7",
+       "ts": 30, "dur": 2, "args": {"device": 0, "stream": 7, "correlation": 4}}
+  ]})J";
+  Trace t;
+  std::string err;
+  ASSERT_TRUE(Parse(json, &t, &err)) << err;
+  ASSERT_EQ(t.ranks.size(), 1u);
+  const RankTrace& r = t.ranks[0];
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].kind, CallKind::kLaunch);
+  ASSERT_EQ(r.ops.size(), 2u);
+  EXPECT_EQ(r.ops[0].kind, GpuOpKind::kKernel);
+  EXPECT_EQ(r.ops[0].stream, 7);
+  EXPECT_EQ(r.ops[0].correlation, 3);
+  EXPECT_EQ(r.ops[1].kind, GpuOpKind::kMemcpy);
+}
+
 TEST(KinetoJson, NanosecondFractionsSurviveLargeEpochs) {
   Trace t;
   std::string err;

@@ -77,6 +77,14 @@ Json PackJson(const PackSummary& p, double max_ms) {
           {"multi_kernel_time_share", p.multi_kernel_time_share}};
 }
 
+// Lanes of a path with their ms and share of the path's length.
+Json LaneShares(const CriticalPathStats& cp) {
+  Json out = Json::array();
+  for (const auto& l : cp.by_lane)
+    out.push_back({{"lane", l.name}, {"ms", l.ms}, {"share", cp.total_ms > 0 ? l.ms / cp.total_ms : 0.0}});
+  return out;
+}
+
 Json ToJson(const AnalyzeResult& res) {
   Json j;
   Json ranks = Json::array();
@@ -93,6 +101,11 @@ Json ToJson(const AnalyzeResult& res) {
     x["waits"] = {{"exact", br.waits_exact}, {"inferred", br.waits_inferred}, {"unresolved", br.waits_unresolved}};
     x["collectives"] = {{"matched", br.collectives_matched}, {"unmatched", br.collectives_unmatched}};
     x["ops_without_launch"] = br.ops_without_launch;
+    x["cross_thread"] = {{"inferred", br.handoffs_inferred}, {"autograd", br.handoffs_autograd},
+                         {"dropped", br.handoffs_dropped}};
+    Json bg = Json::array();
+    for (const auto& b : br.background) bg.push_back({{"tid", b.tid}, {"calls", b.calls}, {"reason", b.reason}});
+    x["background_threads"] = bg;
     ranks.push_back(x);
   }
   j["ranks"] = ranks;
@@ -109,6 +122,17 @@ Json ToJson(const AnalyzeResult& res) {
   for (const auto& l : cp.by_lane) by_lane.push_back({{"lane", l.name}, {"ms", l.ms}});
   j["critical_path"] = {{"ms", cp.total_ms}, {"nodes", cp.nodes}, {"by_kind_ms", by_kind},
                         {"edge_latency_ms", cp.edge_latency_ms}, {"idle_ms", cp.idle_ms}, {"by_lane_ms", by_lane}};
+  const Analysis& a = res.analysis;
+  Json its = Json::array();
+  for (const IterationPath& ip : a.iteration_paths)
+    its.push_back({{"rank", res.ranks[ip.rank].rank}, {"step", ip.step}, {"start_ms", ip.start_ms},
+                   {"ms", ip.path.total_ms}, {"by_lane", LaneShares(ip.path)}});
+  j["critical_path_per_iteration"] = {{"steady_iterations", a.steady_iterations},
+                                      {"mean_ms", a.steady_path.total_ms},
+                                      {"edge_latency_ms", a.steady_path.edge_latency_ms},
+                                      {"idle_ms", a.steady_path.idle_ms},
+                                      {"by_lane", LaneShares(a.steady_path)},
+                                      {"iterations", its}};
   j["packing"] = PackJson(res.packing, res.pack_ms);
   j["notes"] = res.build.notes;
   j["seconds"] = res.seconds;
@@ -153,6 +177,9 @@ void PrintText(const AnalyzeResult& res) {
                "collectives matched {}, unmatched {}\n",
                br.launch_latency_ns / 1e3, br.sync_return_ns / 1e3, br.waits_exact, br.waits_inferred,
                br.waits_unresolved, br.collectives_matched, br.collectives_unmatched);
+    fmt::print("  cross-thread hand-offs inferred {} ({} with the autograd thread), dropped {}; "
+               "background threads {}\n",
+               br.handoffs_inferred, br.handoffs_autograd, br.handoffs_dropped, br.background.size());
   }
   if (res.ranks.size() > 1) PrintSpan("total", res.analysis.total);
   const CriticalPathStats& cp = res.analysis.critical_path;
@@ -161,7 +188,15 @@ void PrintText(const AnalyzeResult& res) {
     if (cp.by_kind_ms[k] > 0) fmt::print(" {} {:.3f}", NodeKindName(static_cast<NodeKind>(k)), cp.by_kind_ms[k]);
   fmt::print(", edge latency {:.3f}, idle {:.3f} (ms)\n", cp.edge_latency_ms, cp.idle_ms);
   for (size_t i = 0; i < cp.by_lane.size() && i < 8; ++i)
-    fmt::print("  {:<24} {:10.3f} ms\n", cp.by_lane[i].name, cp.by_lane[i].ms);
+    fmt::print("  {:<32} {:10.3f} ms\n", cp.by_lane[i].name, cp.by_lane[i].ms);
+  const Analysis& a = res.analysis;
+  const CriticalPathStats& sp = a.steady_path;
+  fmt::print("critical path per steady-state iteration ({} iterations): mean {:.3f} ms, edge latency {:.3f}, idle "
+             "{:.3f} (ms)\n",
+             a.steady_iterations, sp.total_ms, sp.edge_latency_ms, sp.idle_ms);
+  for (size_t i = 0; i < sp.by_lane.size() && i < 8; ++i)
+    fmt::print("  {:<32} {:10.3f} ms {:5.1f} %\n", sp.by_lane[i].name, sp.by_lane[i].ms,
+               sp.total_ms > 0 ? 100 * sp.by_lane[i].ms / sp.total_ms : 0.0);
   const PackSummary& p = res.packing;
   fmt::print("packing (at most {} ms): {} kernels in {} packs, {} unique; median span {:.3f} ms; {:.1f} % of kernel "
              "time in packs of several kernels\n",
@@ -195,6 +230,9 @@ int RunAnalyze(const AnalyzeOptions& opt) {
     return 1;
   }
   for (const RankTrace& rt : trace.ranks) res.ranks.push_back({rt.rank, rt.source, rt.gpu_name, rt.events_read});
+  for (size_t r = 0; r < trace.ranks.size(); ++r)
+    if (!res.build.ranks[r].no_gpu.empty())
+      fmt::print(stderr, "emo analyze: {}: {}\n", trace.ranks[r].source, res.build.ranks[r].no_gpu);
   res.nodes = g.nodes();
   res.edges = g.edges();
   // One replay serves both the analysis and the packing.

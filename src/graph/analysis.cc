@@ -62,6 +62,116 @@ void Fill(const Accum& a, SpanStats* s) {
   s->start_error_p95_us = Percentile(e, 0.95) / 1e3;
 }
 
+std::string LaneName(const Trace& trace, const Graph& g, uint32_t v) {
+  const RankTrace& rt = trace.ranks[static_cast<size_t>(g.rank[v])];
+  if (IsGpu(g.kind[v])) return "rank " + std::to_string(rt.rank) + " stream " + std::to_string(g.lane[v]);
+  const size_t t = static_cast<size_t>(g.lane[v]);
+  return "rank " + std::to_string(rt.rank) + " thread " + std::to_string(g.lane[v]) +
+         (t < rt.threads.size() ? " (tid " + std::to_string(rt.threads[t].tid) + ")" : "");
+}
+
+// Splits the path `nodes` (first to last), taken from time `lo` on, into what advanced it. Each
+// node is charged only the time by which it advances the path, so that node time, edge latency and
+// idle time add up to the path's length even where a GPU op overlaps the call that launched it.
+void ChargePath(const Trace& trace, const Graph& g, const ReplayResult& replay, const std::vector<uint32_t>& nodes,
+                double lo, CriticalPathStats* cp) {
+  std::map<std::string, double> lanes;
+  double prev_finish = lo;
+  for (uint32_t v : nodes) {
+    const double finish = replay.finish[v], start = finish - g.duration[v];
+    double gap = std::max(0.0, start - prev_finish);
+    (replay.crit_pred[v] == kNoPred ? cp->idle_ms : cp->edge_latency_ms) += gap / 1e6;
+    double advance = std::max(0.0, finish - std::max(start, prev_finish)) / 1e6;
+    prev_finish = std::max(prev_finish, finish);
+    cp->by_kind_ms[static_cast<int>(g.kind[v])] += advance;
+    if (g.kind[v] == NodeKind::kBarrier) continue;
+    lanes[LaneName(trace, g, v)] += advance;
+  }
+  cp->nodes = static_cast<int64_t>(nodes.size());
+  cp->total_ms = nodes.empty() ? 0 : (replay.finish[nodes.back()] - lo) / 1e6;
+  for (auto& [name, ms] : lanes) cp->by_lane.push_back({name, ms});
+  std::sort(cp->by_lane.begin(), cp->by_lane.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
+}
+
+// Per rank and iteration, the last work node; then each iteration's path back to its start.
+void IterationPaths(const Trace& trace, const Graph& g, const ReplayResult& replay, Analysis* out) {
+  const size_t n = g.nodes();
+  const double origin = static_cast<double>(g.origin_ns);
+  struct Window {
+    double lo, hi;
+    int64_t step;
+    uint32_t last = kNoPred;
+  };
+  std::vector<std::vector<Window>> windows(trace.ranks.size());
+  for (size_t r = 0; r < trace.ranks.size(); ++r) {
+    for (const Iteration& it : trace.ranks[r].iterations)
+      windows[r].push_back(
+          {static_cast<double>(it.start_ns) - origin, static_cast<double>(it.end_ns) - origin, it.step});
+    std::sort(windows[r].begin(), windows[r].end(), [](const Window& a, const Window& b) { return a.lo < b.lo; });
+    if (windows[r].empty()) windows[r].push_back({-INFINITY, INFINITY, -1});
+  }
+  // A node's iteration is the one its CPU node (for a GPU op: its launching call) starts in.
+  auto window_of = [&](uint32_t v) -> Window* {
+    uint32_t cpu = v;
+    if (IsGpu(g.kind[v])) {
+      cpu = kNoPred;
+      for (uint32_t k = g.pred_begin[v]; k < g.pred_begin[v + 1]; ++k)
+        if (g.pred_kind[k] == EdgeKind::kLaunch) cpu = g.pred[k];
+      if (cpu == kNoPred) return nullptr;
+    } else if (!IsCpu(g.kind[v])) {
+      return nullptr;
+    }
+    if (!g.background.empty() && g.background[cpu]) return nullptr;
+    auto& w = windows[static_cast<size_t>(g.rank[v])];
+    const double t = g.observed_start[cpu];
+    auto it = std::upper_bound(w.begin(), w.end(), t, [](double x, const Window& a) { return x < a.lo; });
+    if (it == w.begin()) return nullptr;
+    --it;
+    return t < it->hi ? &*it : nullptr;
+  };
+  for (uint32_t v = 0; v < n; ++v) {
+    Window* w = window_of(v);
+    if (w && (w->last == kNoPred || replay.finish[v] > replay.finish[w->last])) w->last = v;
+  }
+  std::map<std::string, double> steady;
+  for (size_t r = 0; r < trace.ranks.size(); ++r) {
+    const auto& w = windows[r];
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (w[i].last == kNoPred) continue;
+      IterationPath ip;
+      ip.rank = r;
+      ip.step = w[i].step;
+      const double lo = std::isfinite(w[i].lo) ? w[i].lo : -INFINITY;
+      std::vector<uint32_t> nodes;
+      for (uint32_t v = w[i].last; v != kNoPred && replay.finish[v] > lo; v = replay.crit_pred[v]) nodes.push_back(v);
+      std::reverse(nodes.begin(), nodes.end());
+      const double start = std::isfinite(lo) ? lo : replay.finish[nodes.front()] - g.duration[nodes.front()];
+      ip.start_ms = start / 1e6;
+      ChargePath(trace, g, replay, nodes, start, &ip.path);
+      ip.nodes = std::move(nodes);
+      if (i > 0 || w.size() == 1) {
+        ++out->steady_iterations;
+        CriticalPathStats& s = out->steady_path;
+        s.total_ms += ip.path.total_ms;
+        s.edge_latency_ms += ip.path.edge_latency_ms;
+        s.idle_ms += ip.path.idle_ms;
+        s.nodes += ip.path.nodes;
+        for (int k = 0; k < kNodeKinds; ++k) s.by_kind_ms[k] += ip.path.by_kind_ms[k];
+        for (const auto& l : ip.path.by_lane) steady[l.name] += l.ms;
+      }
+      out->iteration_paths.push_back(std::move(ip));
+    }
+  }
+  CriticalPathStats& s = out->steady_path;
+  if (out->steady_iterations == 0) return;
+  const double k = static_cast<double>(out->steady_iterations);
+  s.total_ms /= k, s.edge_latency_ms /= k, s.idle_ms /= k;
+  s.nodes = static_cast<int64_t>(static_cast<double>(s.nodes) / k);
+  for (double& x : s.by_kind_ms) x /= k;
+  for (auto& [name, ms] : steady) s.by_lane.push_back({name, ms / k});
+  std::sort(s.by_lane.begin(), s.by_lane.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
+}
+
 }  // namespace
 
 Analysis Analyze(const Trace& trace, const Graph& g) { return Analyze(trace, g, ReplayMeasured(g)); }
@@ -71,7 +181,6 @@ Analysis Analyze(const Trace& trace, const Graph& g, const ReplayResult& replay)
   const std::vector<double>& finish = replay.finish;
   const std::vector<double>& latest = replay.latest;
   const std::vector<uint32_t>& crit = replay.crit_pred;
-  const double end = replay.end;
 
   Analysis out;
   const size_t ranks = trace.ranks.size();
@@ -143,30 +252,10 @@ Analysis Analyze(const Trace& trace, const Graph& g, const ReplayResult& replay)
   }
   Fill(all, &out.total);
 
-  // Critical path: node time by kind and lane, plus what lies on its edges.
-  out.critical_nodes = CriticalPath(finish, crit);
-  CriticalPathStats& cp = out.critical_path;
-  std::map<std::string, double> lanes;
-  // Each node is charged only the time by which it advances the path, so that node time, edge
-  // latency and idle time add up to the path's length even where a GPU op overlaps the call that
-  // launched it.
-  double prev_finish = all.rep_lo;
-  for (uint32_t v : out.critical_nodes) {
-    double start = finish[v] - g.duration[v];
-    double gap = std::max(0.0, start - prev_finish);
-    (crit[v] == kNoPred ? cp.idle_ms : cp.edge_latency_ms) += gap / 1e6;
-    double advance = std::max(0.0, finish[v] - std::max(start, prev_finish)) / 1e6;
-    prev_finish = std::max(prev_finish, finish[v]);
-    cp.by_kind_ms[static_cast<int>(g.kind[v])] += advance;
-    if (g.kind[v] == NodeKind::kBarrier) continue;
-    std::string lane = "rank " + std::to_string(trace.ranks[g.rank[v]].rank) +
-                       (IsGpu(g.kind[v]) ? " stream " : " thread ") + std::to_string(g.lane[v]);
-    lanes[lane] += advance;
-  }
-  cp.nodes = static_cast<int64_t>(out.critical_nodes.size());
-  cp.total_ms = out.critical_nodes.empty() ? 0 : (end - all.rep_lo) / 1e6;
-  for (auto& [name, ms] : lanes) cp.by_lane.push_back({name, ms});
-  std::sort(cp.by_lane.begin(), cp.by_lane.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
+  // Critical path: node time by kind and lane, plus what lies on its edges, to the end of the work.
+  out.critical_nodes = replay.work_last == kNoPred ? std::vector<uint32_t>{} : CriticalPathTo(replay.work_last, crit);
+  ChargePath(trace, g, replay, out.critical_nodes, all.rep_lo, &out.critical_path);
+  IterationPaths(trace, g, replay, &out);
   return out;
 }
 

@@ -65,11 +65,28 @@ struct CriticalPathStats {
   int64_t nodes = 0;
 };
 
+// The critical path of one iteration of one rank: from the iteration's last work node back to the
+// iteration's start. An iteration (ProfilerStep/NVTX marker; the whole trace without markers)
+// holds the nodes of its rank's working (not background) threads that start inside it and the
+// GPU ops they launched; it ends when the last of them finishes in the replay.
+struct IterationPath {
+  size_t rank = 0;             // index into Trace::ranks
+  int64_t step = -1;
+  double start_ms = 0;         // from the graph origin
+  CriticalPathStats path;      // its length (last work node's finish - start) and how it splits
+  std::vector<uint32_t> nodes; // node ids on it, first to last
+};
+
 struct Analysis {
   std::vector<SpanStats> ranks;
   SpanStats total;
-  CriticalPathStats critical_path;
+  CriticalPathStats critical_path;       // to the end of the work (background threads left out)
   std::vector<uint32_t> critical_nodes;  // node ids, first to last
+  std::vector<IterationPath> iteration_paths;  // every iteration of every rank, in time order per rank
+  // The mean over steady-state iterations: every rank's iterations after its first (all of them
+  // when a rank has only one). by_lane holds mean ms per lane; total_ms the mean length.
+  CriticalPathStats steady_path;
+  int64_t steady_iterations = 0;
 };
 
 // `replay` is ReplayMeasured(g); the second form computes it.

@@ -16,7 +16,7 @@ const char* NodeKindName(NodeKind k) {
 
 const char* EdgeKindName(EdgeKind k) {
   static constexpr const char* kNames[kEdgeKinds] = {"thread", "launch", "stream", "event_wait",
-                                                     "sync", "blocking_copy", "collective"};
+                                                     "sync", "blocking_copy", "collective", "cross_thread"};
   return kNames[static_cast<int>(k)];
 }
 
@@ -56,12 +56,21 @@ class Draft {
     g.anchor.push_back(anchor);
     g.observed_start.push_back(obs_start);
     g.observed_end.push_back(obs_end);
+    g.background.push_back(0);
     thread_next.push_back(kNone);
     return static_cast<uint32_t>(g.kind.size() - 1);
   }
   void AddEdge(uint32_t from, uint32_t to, EdgeKind k, double latency = 0) {
     edges.push_back({from, to, static_cast<float>(latency), k});
   }
+  // A cross-thread edge and the gap it turned into a wait, so that both can be undone.
+  struct Handoff {
+    size_t edge;
+    uint32_t gap;
+    double gap_duration;
+    int32_t rank;
+  };
+  std::vector<Handoff> handoffs;
 };
 
 // Everything about one rank that the cross-rank (collective) step needs.
@@ -86,6 +95,7 @@ class RankBuilder {
   void BuildWaits();
   int64_t InferAwaited(const CpuCall& c) const;
   void AddSync(uint32_t call_index, const std::vector<int64_t>& awaited);
+  void BuildCrossThread();
 
   const RankTrace& rt_;
   const StringTable& names_;
@@ -110,6 +120,12 @@ class RankBuilder {
   std::unordered_set<uint64_t> event_edges_;  // (src op << 32 | dst op) already joined by a wait
   std::vector<double> return_samples_;
   std::vector<size_t> sync_edges_;           // indices into d_->edges whose latency is the sync return
+  struct Gap {
+    uint32_t gap, next;      // gap node and the call node after it
+    int64_t start, end;      // ns
+    uint32_t thread;
+  };
+  std::vector<Gap> gaps_;
 };
 
 int64_t RankBuilder::LastOpBefore(int64_t stream, int64_t corr) const {
@@ -181,6 +197,7 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
 
   op_awaits_event_.assign(rt_.ops.size(), false);
   BuildWaits();
+  BuildCrossThread();
 
   // Launch latency: one constant per rank and launch class, measured on launches to an idle
   // stream: kernels, and copies/memsets from pinned or device memory, start a fixed time after
@@ -282,6 +299,7 @@ bool RankBuilder::BuildThreads(std::string* err) {
     uint32_t n = d_->AddNode(NodeKind::kCpuCall, r_, c.thread, c.name, static_cast<int32_t>(i),
                              static_cast<double>(c.end_ns - start), prev == kNone ? Rel(start) : kNoAnchor,
                              Rel(start), Rel(c.end_ns));
+    if (prev != kNone && d_->g.kind[prev] == NodeKind::kCpuGap) gaps_.push_back({prev, n, prev_end, start, c.thread});
     if (prev != kNone) {
       d_->AddEdge(prev, n, EdgeKind::kThread);
       d_->thread_next[prev] = n;
@@ -456,6 +474,71 @@ void RankBuilder::BuildWaits() {
   }
 }
 
+void RankBuilder::BuildCrossThread() {
+  // Background threads: API calls, but none that launches GPU work or waits on it.
+  const size_t threads = rt_.threads.size();
+  std::vector<int64_t> calls(threads, 0), working(threads, 0);
+  std::vector<std::map<uint32_t, int64_t>> call_names(threads);
+  for (const CpuCall& c : rt_.calls) {
+    ++calls[c.thread];
+    if (c.kind != CallKind::kOther) ++working[c.thread];
+    ++call_names[c.thread][c.name];
+  }
+  std::vector<uint8_t> background(threads, 0);
+  bool any_working = false;
+  for (size_t t = 0; t < threads; ++t) any_working |= working[t] > 0;
+  for (size_t t = 0; t < threads && any_working; ++t) {
+    if (calls[t] == 0 || working[t] > 0) continue;
+    background[t] = 1;
+    std::string top;
+    int64_t most = 0;
+    for (const auto& [name, count] : call_names[t])
+      if (count > most) most = count, top = names_.Get(name);
+    rep_->background.push_back({rt_.threads[t].tid, calls[t],
+                                std::to_string(calls[t]) + " API calls (mostly " + top + " x" + std::to_string(most) +
+                                    "), none launching GPU work or waiting on it"});
+  }
+  for (size_t v = 0; v < d_->g.kind.size(); ++v)
+    if (d_->g.rank[v] == r_ && IsCpu(d_->g.kind[v]) && background[static_cast<size_t>(d_->g.lane[v])])
+      d_->g.background[v] = 1;
+
+  // The autograd engine's thread: the one that ran the most autograd::engine::evaluate_function ops.
+  int64_t autograd = -1, most = 0;
+  for (const auto& [id, count] : rt_.autograd_threads)
+    if (count > most)
+      for (size_t t = 0; t < threads; ++t)
+        if (rt_.threads[t] == id) autograd = static_cast<int64_t>(t), most = count;
+
+  // Every call node of a working thread, by end time.
+  std::vector<std::pair<int64_t, uint32_t>> ends;  // (end ns, call index)
+  for (uint32_t i = 0; i < rt_.calls.size(); ++i)
+    if (!background[rt_.calls[i].thread] && call_node_[i] != kNone &&
+        d_->g.source[call_node_[i]] == static_cast<int32_t>(i))
+      ends.emplace_back(rt_.calls[i].end_ns, i);
+  std::sort(ends.begin(), ends.end());
+  for (const Gap& gap : gaps_) {
+    if (background[gap.thread] || gap.end - gap.start < kBlockedGapNs) continue;
+    // The other thread's call that ended last before the resume. Nothing of this thread ends
+    // inside its own gap, so the latest end up to the resume belongs to another thread or is the
+    // call before the gap (no other thread ended anything while this one waited: no candidate).
+    auto it = std::upper_bound(ends.begin(), ends.end(), std::make_pair(gap.end, UINT32_MAX));
+    if (it == ends.begin()) continue;
+    --it;
+    const CpuCall& waker = rt_.calls[it->second];
+    if (waker.thread == gap.thread || waker.end_ns < gap.start) continue;
+    const int64_t delay = gap.end - waker.end_ns;
+    if (static_cast<double>(delay) > kResumeShare * static_cast<double>(gap.end - gap.start)) {
+      ++rep_->handoffs_dropped;  // resumed long after: the thread was working, not waiting
+      continue;
+    }
+    d_->handoffs.push_back({d_->edges.size(), gap.gap, d_->g.duration[gap.gap], r_});
+    d_->AddEdge(call_node_[it->second], gap.next, EdgeKind::kCrossThread, static_cast<double>(delay));
+    d_->g.duration[gap.gap] = 0;
+    ++rep_->handoffs_inferred;
+    if (autograd >= 0 && (waker.thread == autograd || gap.thread == autograd)) ++rep_->handoffs_autograd;
+  }
+}
+
 // Joins NCCL kernels of the same collective across loaded ranks through a barrier node. The k-th
 // communication kernel of a process group (or, without group names, of the k-th communication
 // stream) on every rank is one collective.
@@ -589,6 +672,7 @@ bool Finalize(const Trace& t, Draft* d, const std::vector<uint32_t>& redirect, G
   permute(g.anchor);
   permute(g.observed_start);
   permute(g.observed_end);
+  permute(g.background);
   g.pred_begin.assign(n + 1, 0);
   for (const EdgeRec& e : edges) ++g.pred_begin[new_id[e.to] + 1];
   for (size_t i = 0; i < n; ++i) g.pred_begin[i + 1] += g.pred_begin[i];
@@ -629,6 +713,23 @@ bool BuildGraph(const Trace& trace, Graph* graph, BuildReport* report, std::stri
     RankBuilder b(trace, static_cast<int32_t>(r), origin, &d, &report->ranks[r]);
     if (!b.Build(&index[r], err)) return false;
   }
+  for (size_t r = 0; r < trace.ranks.size(); ++r) {
+    const RankTrace& rt = trace.ranks[r];
+    if (!rt.ops.empty()) continue;
+    int64_t launches = 0;
+    for (const CpuCall& c : rt.calls) launches += c.kind == CallKind::kLaunch || c.kind == CallKind::kBlockingCopy;
+    std::string& what = report->ranks[r].no_gpu;
+    if (rt.calls.empty())
+      what = "no GPU activity and no CUDA API calls: a CPU-only trace (or one recorded without CUDA activities)";
+    else if (launches == 0)
+      what = "no GPU activity: " + std::to_string(rt.calls.size()) +
+             " CUDA API calls but none launching GPU work (a rank that launched nothing on a GPU)";
+    else
+      what = "no GPU activity although " + std::to_string(launches) +
+             " API calls launch GPU work: the GPU side was not recorded as kernels/copies (CUPTI profiler "
+             "ranges, or CUDA activities turned off)";
+    report->notes.push_back(rt.source + ": " + what);
+  }
   std::vector<uint32_t> redirect;
   JoinCollectives(trace, index, &d, report, &redirect);
   // One note per kind of missing information, summed over the ranks that lack it.
@@ -658,7 +759,37 @@ bool BuildGraph(const Trace& trace, Graph* graph, BuildReport* report, std::stri
     }
     if (total > 0) report->notes.push_back(who + ": " + std::to_string(total) + " " + l.what);
   }
-  return Finalize(trace, &d, redirect, graph, err);
+  bool ok = Finalize(trace, &d, redirect, graph, err);
+  if (!ok && !d.handoffs.empty()) {
+    // The inferred hand-offs closed a cycle with what the trace says for sure: drop them all.
+    std::vector<uint8_t> drop(d.edges.size(), 0);
+    for (const Draft::Handoff& h : d.handoffs) {
+      drop[h.edge] = 1;
+      d.g.duration[h.gap] = h.gap_duration;
+      RankBuildReport& rr = report->ranks[static_cast<size_t>(h.rank)];
+      ++rr.handoffs_dropped;
+      rr.handoffs_inferred = rr.handoffs_autograd = 0;
+    }
+    size_t out = 0;
+    for (size_t i = 0; i < d.edges.size(); ++i)
+      if (!drop[i]) d.edges[out++] = d.edges[i];
+    d.edges.resize(out);
+    report->notes.push_back("cross-thread hand-offs dropped: they closed a cycle (" + *err + ")");
+    err->clear();
+    ok = Finalize(trace, &d, redirect, graph, err);
+  }
+  for (size_t r = 0; r < trace.ranks.size(); ++r) {
+    const RankBuildReport& rr = report->ranks[r];
+    if (rr.handoffs_inferred + rr.handoffs_dropped > 0)
+      report->notes.push_back(trace.ranks[r].source + ": " + std::to_string(rr.handoffs_inferred) +
+                              " cross-thread hand-offs inferred (" + std::to_string(rr.handoffs_autograd) +
+                              " with the autograd engine's thread), " + std::to_string(rr.handoffs_dropped) +
+                              " candidates dropped as the trace's times contradict them");
+    for (const RankBuildReport::Background& b : rr.background)
+      report->notes.push_back(trace.ranks[r].source + ": thread " + std::to_string(b.tid) +
+                              " is background (it does not define the iteration's end): " + b.reason);
+  }
+  return ok;
 }
 
 }  // namespace emo

@@ -8,6 +8,18 @@
 // Where the trace says what was awaited (cuda_sync records, Nsight SYNCHRONIZATION rows) the
 // edge is exact; otherwise it is inferred and counted in BuildReport so that users learn the
 // trace lacks information (profile with cuda_sync events enabled for exact waits).
+//
+// Across the threads of a rank: a thread that stays without API calls for at least
+// kBlockedGapNs and resumes within kResumeShare of that gap after another thread's call ends
+// was blocked until that call's thread got there (PyTorch's main thread in backward() waiting for
+// the autograd engine's thread, and that thread waiting for the next backward()). The gap becomes
+// a wait: a kCrossThread edge from the other thread's call, its latency the observed delay, and the
+// gap's own duration 0. Candidates the trace's times contradict (resumed too late after every other
+// thread's call, or closing a cycle) add no edge and are counted as dropped.
+//
+// Background threads: a thread whose API calls neither launch GPU work nor wait on it (an
+// event-query poller, a logger, a data loader's cudaHostAlloc) belongs to the graph but does not
+// define the iteration's end (Graph::background); it neither wakes nor is woken by other threads.
 #pragma once
 
 #include <string>
@@ -31,7 +43,20 @@ struct RankBuildReport {
   int64_t collectives_matched = 0;  // NCCL kernels joined to peers on other loaded ranks
   int64_t collectives_unmatched = 0;// NCCL kernels with no peer loaded (duration kept as measured)
   int64_t calls_nested = 0;         // API calls inside another call on the same thread (merged)
+  int64_t handoffs_inferred = 0;    // kCrossThread edges added
+  int64_t handoffs_autograd = 0;    // ... of them to or from the autograd engine's thread
+  int64_t handoffs_dropped = 0;     // candidates the trace's times contradict
+  struct Background {
+    int64_t tid = 0;
+    int64_t calls = 0;
+    std::string reason;
+  };
+  std::vector<Background> background;  // threads that do not define the iteration's end
+  std::string no_gpu;               // when the rank holds no GPU activity: what kind of trace it looks like
 };
+
+inline constexpr int64_t kBlockedGapNs = 1'000'000;  // a thread idle this long may be blocked
+inline constexpr double kResumeShare = 0.05;          // ... and resumed within this share of its gap
 
 struct BuildReport {
   std::vector<RankBuildReport> ranks;

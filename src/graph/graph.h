@@ -42,8 +42,9 @@ enum class EdgeKind : uint8_t {
   kSync = 4,          // awaited GPU op -> stream/event/device synchronize call
   kBlockingCopy = 5,  // synchronous memcpy/memset op -> the thread's next node
   kCollective = 6,    // collective participants' readiness -> barrier -> participants
+  kCrossThread = 7,   // another thread's call -> the first call of a thread that was blocked until it ended
 };
-inline constexpr int kEdgeKinds = 7;
+inline constexpr int kEdgeKinds = 8;
 const char* EdgeKindName(EdgeKind k);
 
 inline constexpr double kNoAnchor = -std::numeric_limits<double>::infinity();
@@ -59,6 +60,9 @@ struct Graph {
   std::vector<double> anchor;         // earliest start, or kNoAnchor
   std::vector<double> observed_start; // ns from origin_ns (barriers: latest participant arrival)
   std::vector<double> observed_end;
+  // 1 for nodes of background threads (pollers, loggers: see builder.h), which belong to the graph
+  // but do not define the iteration's end. May be empty (no background threads).
+  std::vector<uint8_t> background;
   // Edges into each node (CSR).
   std::vector<uint32_t> pred_begin;   // size nodes()+1
   std::vector<uint32_t> pred;

@@ -58,13 +58,32 @@ std::vector<uint32_t> CriticalPath(std::span<const double> finish, std::span<con
   return path;
 }
 
+std::vector<uint32_t> CriticalPathTo(uint32_t last, std::span<const uint32_t> crit_pred) {
+  std::vector<uint32_t> path;
+  for (uint32_t v = last; v != kNoPred; v = crit_pred[v]) path.push_back(v);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+uint32_t LastWorkNode(const Graph& g, std::span<const double> finish) {
+  uint32_t last = kNoPred, any = kNoPred;
+  for (uint32_t v = 0; v < finish.size(); ++v) {
+    if (any == kNoPred || finish[v] > finish[any]) any = v;
+    if (!g.background.empty() && g.background[v]) continue;
+    if (last == kNoPred || finish[v] > finish[last]) last = v;
+  }
+  return last != kNoPred ? last : any;
+}
+
 ReplayResult ReplayMeasured(const Graph& g) {
   ReplayResult r;
   r.finish.resize(g.nodes());
   r.crit_pred.resize(g.nodes());
   r.latest.resize(g.nodes());
   r.end = Replay(g, g.duration, r.finish, r.crit_pred);
-  LatestFinish(g, g.duration, r.end, r.latest);
+  r.work_last = LastWorkNode(g, r.finish);
+  r.work_end = r.work_last == kNoPred ? r.end : r.finish[r.work_last];
+  LatestFinish(g, g.duration, r.work_end, r.latest);
   return r;
 }
 
@@ -82,7 +101,8 @@ WhatIf::Result WhatIf::Evaluate(std::span<const Change> changes) {
   }
   double end = Replay(g_, duration_, finish_);
   for (const Change& ch : changes) duration_[ch.node] = g_.duration[ch.node];
-  return {end, energy};
+  uint32_t last = g_.background.empty() ? kNoPred : LastWorkNode(g_, finish_);
+  return {end, energy, last == kNoPred ? end : finish_[last]};
 }
 
 }  // namespace emo

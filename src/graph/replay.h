@@ -28,10 +28,20 @@ void LatestFinish(const Graph& g, std::span<const double> duration, double end, 
 // Nodes of the critical path, first to last: from the node that finishes last, follow critical
 // predecessors.
 std::vector<uint32_t> CriticalPath(std::span<const double> finish, std::span<const uint32_t> crit_pred);
+// The same from a given last node.
+std::vector<uint32_t> CriticalPathTo(uint32_t last, std::span<const uint32_t> crit_pred);
+
+// The node whose work ends last: the latest-finishing node not on a background thread
+// (Graph::background), or of all nodes when every node is background. kNoPred for an empty graph.
+uint32_t LastWorkNode(const Graph& g, std::span<const double> finish);
 
 // Both passes at the graph's measured durations: what analysis and packing read, computed once.
+// The critical path, the latest completions and so the slack are taken against the end of the
+// work (`work_end`), not the end of background threads that may run on after it.
 struct ReplayResult {
   double end = 0;                   // ns, max completion time
+  double work_end = 0;              // ns, completion of `work_last`
+  uint32_t work_last = kNoPred;     // LastWorkNode
   std::vector<double> finish;       // per node: earliest completion (forward pass)
   std::vector<uint32_t> crit_pred;  // per node: critical predecessor, or kNoPred
   std::vector<double> latest;       // per node: latest completion that keeps `end` (backward pass)
@@ -50,6 +60,7 @@ class WhatIf {
   struct Result {
     double end;       // ns, relative to the graph origin
     double energy;    // J, sum over nodes
+    double work_end;  // ns, the end of the work (background threads left out; see LastWorkNode)
   };
 
   // `energy` gives each node's energy at the base durations (may be all zeros).

@@ -3,6 +3,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -510,7 +511,13 @@ bool Parser::Store(const RawEvent& e) {
   }
   if (!e.has_ts) return FailDoc(simdjson::NO_SUCH_FIELD, "event #" + std::to_string(event_index_) + " has no ts");
   int64_t dur = e.dur_ns < 0 ? 0 : e.dur_ns;  // Kineto writes -1 for unfinished events
-  const std::string_view cat = e.cat;
+  // The older PyTorch profiler dialect (PyTorch <= 1.9) names the same records Runtime, Kernel,
+  // Memcpy and Memset (its flows, async_gpu, are not needed: correlation ids are in args).
+  std::string_view cat = e.cat;
+  if (cat == "Runtime") cat = "cuda_runtime";
+  else if (cat == "Kernel") cat = "kernel";
+  else if (cat == "Memcpy") cat = "gpu_memcpy";
+  else if (cat == "Memset") cat = "gpu_memset";
   if (cat == "cuda_runtime" || cat == "cuda_driver") {
     CpuCall c;
     c.start_ns = e.ts_ns;
@@ -562,6 +569,12 @@ bool Parser::Store(const RawEvent& e) {
     for (const auto& old : rank_.iterations)
       if (old.start_ns == it.start_ns && old.step == it.step) return true;
     rank_.iterations.push_back(it);
+  } else if (cat == "cpu_op" && StartsWith(e.name, "autograd::engine::evaluate_function")) {
+    ThreadId t{e.pid, e.tid};
+    auto it = std::find_if(rank_.autograd_threads.begin(), rank_.autograd_threads.end(),
+                           [&](const auto& a) { return a.first == t; });
+    if (it == rank_.autograd_threads.end()) rank_.autograd_threads.push_back({t, 1});
+    else ++it->second;
   }
   return true;
 }

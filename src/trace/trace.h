@@ -109,6 +109,9 @@ struct RankTrace {
   std::vector<GpuOp> ops;       // sorted by start after Finish()
   std::vector<SyncRecord> syncs;
   std::vector<Iteration> iterations;
+  // Threads that ran PyTorch autograd engine work (cpu_op "autograd::engine::evaluate_function: ..."),
+  // with how many such ops each ran; the graph builder names hand-offs to and from them.
+  std::vector<std::pair<ThreadId, int64_t>> autograd_threads;
   int64_t events_read = 0;      // raw records consumed, for throughput figures
 
   uint32_t ThreadIndex(int64_t pid, int64_t tid);

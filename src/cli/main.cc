@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/analyze.h"
+#include "cli/calibrate.h"
 #include "cli/gpu_backend.h"
 #include "cli/gpus.h"
 #include "cli/run.h"
@@ -69,6 +70,16 @@ int main(int argc, char** argv) {
       ->required();
   t->add_option("command", trace.command, "the command, after --");
 
+  emo::CalibrateCliOptions cal;
+  CLI::App* c = app.add_subcommand("calibrate", "Run the 12 microbenchmarks at a spread of SM clocks through the device "
+                                                "interface and write the device profile the pack model needs");
+  c->add_option("--device", cal.device, "sim:a100, sim:h100, sim:a40 or sim:3080ti");
+  c->add_option("-o,--output", cal.out, "profile JSON to write (an unfinished run is continued from OUT.partial)")
+      ->required();
+  c->add_option("--clocks", cal.clocks, "'all', a count of clocks spread over the range (default 13), or MHz values "
+                                        "'210,810,1410' (the default clock is always added)");
+  c->add_option("--seed", cal.seed, "seed of the simulated run-to-run noise");
+
   CLI11_PARSE(app, argc, argv);
   if (a->parsed()) {
     analyze.progress = isatty(STDERR_FILENO) != 0;
@@ -76,6 +87,12 @@ int main(int argc, char** argv) {
   }
   if (s->parsed()) return emo::RunSim(sim);
   if (gp->parsed()) return emo::RunGpus(gpus);
+  if (c->parsed()) {
+    cal.progress = isatty(STDERR_FILENO) != 0;
+    cal.command = "emo";
+    for (int i = 1; i < argc; ++i) cal.command += std::string(" ") + argv[i];
+    return emo::RunCalibrate(cal);
+  }
   if (r->parsed()) return emo::RunCommand(run);
   if (t->parsed()) return emo::RunTrace(trace);
   return 0;

@@ -8,12 +8,6 @@
 
 namespace emo {
 
-const char* MicrobenchName(Microbench b) {
-  static const char* const names[kMicrobenches] = {"int_alu", "fp32_fma", "fp64",      "sfu",  "shared_mem", "l1",
-                                                   "l2",      "dram_read", "dram_write", "hmma", "imma",       "idle"};
-  return b >= 0 && b < kMicrobenches ? names[b] : "?";
-}
-
 int DeviceProfile::ClockIndex(int mhz) const {
   for (int i = 0; i < clocks(); ++i)
     if (clocks_mhz[i] == mhz) return i;

@@ -15,27 +15,11 @@
 #include <vector>
 
 #include "device/metric_source.h"
+#include "device/microbench.h"
 
 namespace emo {
 
-// The microbenchmarks, in the order of DeviceProfile::bench (and of the pack model's columns).
-enum Microbench : int {
-  kBenchIntAlu,     // integer ALU
-  kBenchFp32Fma,    // FP32 FMA
-  kBenchFp64,       // FP64
-  kBenchSfu,        // special functions
-  kBenchShared,     // shared memory
-  kBenchL1,         // L1 hits
-  kBenchL2,         // L2 hits
-  kBenchDramRead,   // DRAM read
-  kBenchDramWrite,  // DRAM write
-  kBenchHmma,       // FP16 tensor
-  kBenchImma,       // INT8 tensor
-  kBenchIdle,       // idle/control: a near-empty kernel; its power is the power of gaps
-  kMicrobenches
-};
-
-const char* MicrobenchName(Microbench b);  // JSON key, e.g. "dram_read"
+// The microbenchmarks (Microbench, MicrobenchName) are defined in device/microbench.h.
 
 struct DeviceProfile {
   struct Bench {

@@ -1,0 +1,97 @@
+// microbench.h — the 12 microbenchmarks of DESIGN.md §4, defined once: a table of what one thread
+// of each does per trip of its inner loop, which both back ends follow (the simulator's kernels in
+// sim/microbench.cc and the CUDA kernels in cuda/microbench.cu), and BenchDevice, the interface
+// through which calibration (model/calibrate.h) runs them on a device.
+//
+// Plain constants only above the interface, so that nvcc can include this header too.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/gpu_control.h"
+#include "device/metric_source.h"
+
+namespace emo {
+
+// The microbenchmarks, in the order of DeviceProfile::bench (and of the pack model's columns).
+enum Microbench : int {
+  kBenchIntAlu,     // integer ALU
+  kBenchFp32Fma,    // FP32 FMA
+  kBenchFp64,       // FP64
+  kBenchSfu,        // special functions
+  kBenchShared,     // shared memory
+  kBenchL1,         // L1 hits
+  kBenchL2,         // L2 hits
+  kBenchDramRead,   // DRAM read
+  kBenchDramWrite,  // DRAM write
+  kBenchHmma,       // FP16 tensor
+  kBenchImma,       // INT8 tensor
+  kBenchIdle,       // idle/control: a near-empty kernel; its power is the power of gaps
+  kMicrobenches
+};
+
+// One benchmark: a grid of blocks_per_sm blocks of threads_per_block threads on every SM, each
+// thread running `trips` trips of a loop whose body does the work below (per thread, per trip).
+// Tensor work counts FP16-equivalent FLOP (an INT8 op is half an FP16 FLOP's time on the tensor
+// pipe, so IMMA's 2·16·8·32 ops per m16n8k32 count as 4096). The idle benchmark does no work: one
+// warp per SM sleeps sleep_ns per trip.
+struct MicrobenchDef {
+  Microbench id;
+  const char* name;  // JSON key of the profile
+  const char* what;
+  int threads_per_block, blocks_per_sm, trips;
+  double int_ops, fp32_flop, fp64_flop, sfu_ops, lsu_ops;
+  double shared_bytes, l1_bytes, l2_bytes, dram_read_bytes, dram_write_bytes, tensor_flop;
+  double sleep_ns;
+};
+
+// clang-format off
+inline constexpr MicrobenchDef kMicrobenchTable[kMicrobenches] = {
+  // id, name, what, threads/block, blocks/SM, trips; per thread-trip: int fp32 fp64 sfu lsu shared l1 l2 dramR dramW
+  // tensor sleep_ns
+  {kBenchIntAlu,    "int_alu",   "IADD3/LOP3 chains",   256,8, 1024,64, 0,   0,  0,  0,  0,  0,  0,  0,  0,  0,     0},
+  {kBenchFp32Fma,   "fp32_fma",  "8 FFMA chains",       256,8, 1024,0,  128, 0,  0,  0,  0,  0,  0,  0,  0,  0,     0},
+  {kBenchFp64,      "fp64",      "4 DFMA chains",       256,8, 512, 0,  0,   32, 0,  0,  0,  0,  0,  0,  0,  0,     0},
+  {kBenchSfu,       "sfu",       "__expf/__sinf/rsqrtf",256,8, 512, 0,  16,  0,  16, 0,  0,  0,  0,  0,  0,  0,     0},
+  {kBenchShared,    "shared_mem","LDS/STS, 16 KiB/block",256,8, 512, 16, 0,   0,  0,  16, 64, 0,  0,  0,  0,  0,     0},
+  {kBenchL1,        "l1",        "LDG.128, 32 KiB/SM",  256,8, 256, 8,  0,   0,  0,  16, 0,  256,0,  0,  0,  0,     0},
+  {kBenchL2,        "l2",        "LDG.128, 16 MiB",     256,8, 128, 8,  0,   0,  0,  8,  0,  128,128,0,  0,  0,     0},
+  {kBenchDramRead,  "dram_read", "LDG.128, 4 GiB",      256,8, 64,  4,  0,   0,  0,  4,  0,  64, 64, 64, 0,  0,     0},
+  {kBenchDramWrite, "dram_write","STG.128, 4 GiB",      256,8, 64,  4,  0,   0,  0,  4,  0,  0,  64, 0,  64, 0,     0},
+  {kBenchHmma,      "hmma",      "8 HMMA.16816 per warp",256,8, 512, 0,  0,   0,  0,  0,  0,  0,  0,  0,  0,  1024,  0},
+  {kBenchImma,      "imma",      "8 IMMA.16832 per warp",256,8, 512, 16, 0,   0,  0,  0,  0,  0,  0,  0,  0,  1024,  0},
+  {kBenchIdle,      "idle",      "1 warp/SM __nanosleep",32, 1, 100, 0,  0,   0,  0,  0,  0,  0,  0,  0,  0,  0,  1e4},
+};
+// clang-format on
+
+inline const char* MicrobenchName(Microbench b) {
+  return b >= 0 && b < kMicrobenches ? kMicrobenchTable[b].name : "?";
+}
+
+// A run of one microbenchmark, launched back to back: when each launch ended, on the device's
+// clock (ns), as CUDA events after every launch would say.
+struct BenchRun {
+  std::vector<double> launch_end_ns;
+};
+
+// A device that runs microbenchmarks on its GPU 0 (the simulator, or CUDA beside NVML).
+class BenchDevice {
+ public:
+  virtual ~BenchDevice() = default;
+  virtual std::string Name() const = 0;
+  virtual std::vector<int> SupportedClocks() const = 0;  // ascending; the last is the default
+  // Launches benchmark b `launches` times back to back. `start(gpus)` runs before the first launch
+  // (lock the clock there); `poll(gpus, now_ns)` every poll_ms of device time while the run lasts
+  // (read the energy counter and the clock there). The clock is reset after the run.
+  virtual bool Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
+                   const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) = 0;
+  // Range counters of a run of `launches` launches of b at the default clock (ranges by launch
+  // ordinal, as MetricSource takes them).
+  virtual bool Profile(Microbench b, int launches, const std::vector<KernelRange>& ranges,
+                       std::vector<PackMetrics>* out, ProfileCost* cost, std::string* err) = 0;
+};
+
+}  // namespace emo

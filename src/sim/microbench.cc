@@ -1,0 +1,102 @@
+// microbench.cc — simulated microbenchmark kernels and the device that runs them.
+#include "sim/microbench.h"
+
+#include <algorithm>
+
+#include "sim/sim_gpu_control.h"
+#include "sim/sim_metric_source.h"
+
+namespace emo::sim {
+
+namespace {
+constexpr double kMaxThreadsPerSm = 2048;  // 64 warps, the counters' full occupancy
+constexpr double kLaunchGapNs = 5000;      // CPU time before each launch
+}  // namespace
+
+KernelTraits MicrobenchTraits(const DeviceSpec& spec, Microbench b) {
+  const MicrobenchDef& d = kMicrobenchTable[b];
+  const double per_sm = static_cast<double>(d.threads_per_block) * d.blocks_per_sm;
+  const double n = per_sm * spec.sm_count * d.trips;  // thread-trips
+  KernelTraits k;
+  k.int_ops = n * d.int_ops;
+  k.fp32_flop = n * d.fp32_flop;
+  k.fp64_flop = n * d.fp64_flop;
+  k.sfu_ops = n * d.sfu_ops;
+  k.lsu_ops = n * d.lsu_ops;
+  k.shared_bytes = n * d.shared_bytes;
+  k.l1_bytes = n * d.l1_bytes;
+  k.l2_bytes = n * d.l2_bytes;
+  k.dram_read_bytes = n * d.dram_read_bytes;
+  k.dram_write_bytes = n * d.dram_write_bytes;
+  k.tensor_flop = n * d.tensor_flop;
+  k.occupancy = std::min(1.0, per_sm / kMaxThreadsPerSm);
+  k.overhead_s = 3e-6 + d.trips * d.sleep_ns * 1e-9;  // launch and tail, plus the idle kernel's sleep
+  return k;
+}
+
+Program MicrobenchProgram(const DeviceSpec& spec, Microbench b, int launches) {
+  Program p;
+  p.name = std::string("microbench-") + MicrobenchName(b);
+  p.device = spec.name;
+  p.link_bytes_per_s = spec.link_bandwidth_bps;
+  p.kernels.push_back({std::string("emo_bench_") + MicrobenchName(b), MicrobenchTraits(spec, b)});
+  RankProgram rank;
+  Thread t;
+  for (int i = 0; i < launches; ++i) {
+    Instr gap;
+    gap.op = Op::kCpu;
+    gap.cpu_ns = kLaunchGapNs;
+    t.code.push_back(gap);
+    Instr launch;
+    launch.op = Op::kLaunch;
+    launch.stream = 0;
+    launch.kernel = 0;
+    t.code.push_back(launch);
+  }
+  Instr sync;
+  sync.op = Op::kStreamSync;
+  sync.stream = 0;
+  t.code.push_back(sync);
+  rank.threads.push_back(t);
+  p.ranks.push_back(rank);
+  return p;
+}
+
+bool SimBenchDevice::Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
+                         const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out,
+                         std::string* err) {
+  const Program program = MicrobenchProgram(spec_, b, launches);
+  EngineOptions eo;
+  eo.iterations = 1;
+  eo.seed = seed_++;
+  eo.record_trace = true;
+  Engine engine(program, eo);
+  SimGpuControl gpus(&engine);
+  start(gpus);
+  engine.Every(poll_ms, [&](double now) { poll(gpus, now); });
+  if (!engine.Run(err)) return false;
+  // The launches' ends, as events recorded after each would give them.
+  out->launch_end_ns.clear();
+  for (const GpuOp& op : engine.trace().ranks[0].ops)
+    if (op.kind == GpuOpKind::kKernel && !op.is_comm) out->launch_end_ns.push_back(static_cast<double>(op.end_ns));
+  std::sort(out->launch_end_ns.begin(), out->launch_end_ns.end());
+  if (static_cast<int>(out->launch_end_ns.size()) != launches) {
+    *err = "the simulated run traced " + std::to_string(out->launch_end_ns.size()) + " of " +
+           std::to_string(launches) + " launches";
+    return false;
+  }
+  return true;
+}
+
+bool SimBenchDevice::Profile(Microbench b, int launches, const std::vector<KernelRange>& ranges,
+                             std::vector<PackMetrics>* out, ProfileCost* cost, std::string* err) {
+  const Program program = MicrobenchProgram(spec_, b, launches);
+  EngineOptions eo;
+  eo.iterations = 1;
+  eo.seed = seed_++;
+  eo.record_trace = false;
+  SimMetricSource source(program, eo);
+  return source.Profile(ranges, out, cost, err);
+}
+
+}  // namespace emo::sim

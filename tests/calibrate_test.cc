@@ -1,0 +1,117 @@
+// calibrate_test.cc — the microbenchmark table, the simulator's benchmark kernels, and calibration
+// through the device interface: a profile that passes its checks, curves with the expected shape,
+// clock subsets, and resuming from a partial file.
+#include "model/calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "model/pack_model.h"
+#include "sim/device_spec.h"
+#include "sim/kernel_model.h"
+#include "sim/microbench.h"
+
+namespace emo {
+namespace {
+
+TEST(Microbench, TableIsInEnumOrderWithDistinctNames) {
+  for (int b = 0; b < kMicrobenches; ++b) {
+    EXPECT_EQ(kMicrobenchTable[b].id, b);
+    for (int c = 0; c < b; ++c) EXPECT_STRNE(kMicrobenchTable[b].name, kMicrobenchTable[c].name);
+  }
+  EXPECT_STREQ(MicrobenchName(kBenchDramRead), "dram_read");
+}
+
+TEST(Microbench, SimulatedKernelsTakeAboutAMillisecondAndScaleAsTheirKind) {
+  const sim::DeviceSpec& a100 = *sim::FindDevice("a100");
+  for (int b = 0; b < kMicrobenches; ++b) {
+    const sim::KernelTraits k = sim::MicrobenchTraits(a100, static_cast<Microbench>(b));
+    const double t_max = sim::EvaluateKernel(a100, k, a100.max_clock_mhz()).time_s;
+    EXPECT_GT(t_max, 2e-4) << MicrobenchName(static_cast<Microbench>(b));
+    EXPECT_LT(t_max, 5e-3) << MicrobenchName(static_cast<Microbench>(b));
+  }
+  auto slowdown = [&](Microbench b) {
+    const sim::KernelTraits k = sim::MicrobenchTraits(a100, b);
+    return sim::EvaluateKernel(a100, k, 705).time_s / sim::EvaluateKernel(a100, k, 1410).time_s;
+  };
+  EXPECT_GT(slowdown(kBenchFp32Fma), 1.9);  // compute: time ~ 1/f
+  EXPECT_LT(slowdown(kBenchDramRead), 1.3);  // memory: nearly flat
+  EXPECT_LT(slowdown(kBenchIdle), 1.01);     // a sleep
+}
+
+TEST(Calibrate, ClockSubsetsSpanTheRange) {
+  const std::vector<int> all = {210, 300, 400, 500, 600, 700, 800, 900, 1000};
+  EXPECT_EQ(SpreadClocks(all, 3), (std::vector<int>{210, 600, 1000}));
+  std::vector<int> out;
+  std::string err;
+  ASSERT_TRUE(ParseClocks("all", all, &out, &err));
+  EXPECT_EQ(out, all);
+  ASSERT_TRUE(ParseClocks("400,210", all, &out, &err)) << err;
+  EXPECT_EQ(out, (std::vector<int>{210, 400, 1000}));  // the default clock is added
+  EXPECT_FALSE(ParseClocks("405", all, &out, &err));
+  EXPECT_NE(err.find("405"), std::string::npos);
+  EXPECT_FALSE(ParseClocks("1", all, &out, &err));
+}
+
+TEST(Calibrate, SimulatedA100GivesAUsableProfileAndResumes) {
+  const sim::DeviceSpec& a100 = *sim::FindDevice("a100");
+  sim::SimBenchDevice device(a100, 7);
+  CalibrateOptions opt;
+  opt.clocks_mhz = {705, 1410};
+  opt.window_s = 0.15;
+  const std::string partial = testing::TempDir() + "/calibrate_test.partial";
+  std::remove(partial.c_str());
+  opt.partial_path = partial;
+  int last_done = 0, total = 0;
+  opt.progress = [&](int done, int t) { last_done = done, total = t; };
+  DeviceProfile p;
+  std::string err;
+  ASSERT_TRUE(Calibrate(device, opt, &p, &err)) << err;
+  EXPECT_EQ(last_done, total);
+  EXPECT_EQ(total, kMicrobenches * 3);
+  ASSERT_TRUE(CheckProfile(p, &err)) << err;
+  EXPECT_EQ(p.device, a100.name);
+  EXPECT_EQ(p.default_mhz, 1410);
+  // Measured through the counters, times match the simulator's own model within a few per cent.
+  for (int b = 0; b < kMicrobenches; ++b) {
+    const sim::KernelTraits k = sim::MicrobenchTraits(a100, static_cast<Microbench>(b));
+    for (int c = 0; c < 2; ++c) {
+      const sim::KernelCost cost = sim::EvaluateKernel(a100, k, opt.clocks_mhz[static_cast<size_t>(c)]);
+      EXPECT_NEAR(p.bench[b].time_s[c] / cost.time_s, 1, 0.03) << MicrobenchName(static_cast<Microbench>(b));
+      EXPECT_NEAR(p.bench[b].energy_j[c] / cost.energy_j, 1, 0.05) << MicrobenchName(static_cast<Microbench>(b));
+    }
+  }
+  EXPECT_GT(p.bench[kBenchFp32Fma].metrics[kInstFma], 0);
+  EXPECT_GT(p.bench[kBenchDramRead].metrics[kDramReadBytes], 0);
+  EXPECT_GT(p.bench[kBenchHmma].metrics[kInstTensor], 0);
+  PackModel model(p);  // usable by the pack model
+  EXPECT_GT(model.idle_power_w()[0], 0);
+
+  // A partial file is continued: cut it after its first lines and only the rest is measured again.
+  std::ifstream in(partial);
+  std::string header, first;
+  std::getline(in, header);
+  std::getline(in, first);
+  in.close();
+  {
+    std::ofstream out(partial);
+    out << header << "\n" << first << "\n{\"bench\": \"int_a";  // the last line cut short
+  }
+  int calls = 0;
+  opt.progress = [&](int, int) { ++calls; };
+  DeviceProfile resumed;
+  ASSERT_TRUE(Calibrate(device, opt, &resumed, &err)) << err;
+  EXPECT_EQ(resumed.bench[kBenchIntAlu].metrics, p.bench[kBenchIntAlu].metrics);  // read back, not remeasured
+  EXPECT_EQ(calls, total);
+  // Another clock set is refused rather than mixed in.
+  opt.clocks_mhz = {1005, 1410};
+  EXPECT_FALSE(Calibrate(device, opt, &resumed, &err));
+  EXPECT_NE(err.find("another device or clock set"), std::string::npos);
+  std::filesystem::remove(partial);
+}
+
+}  // namespace
+}  // namespace emo

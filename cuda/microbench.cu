@@ -78,23 +78,26 @@ __global__ void Shared(int trips, float* sink) {
 }
 
 __global__ void Load(int trips, int step, const float4* data, unsigned mask, float* sink) {
-  // L1 / L2 / DRAM reads: 16-byte loads over a window of mask+1 float4s (32 KiB, 16 MiB, 4 GiB).
+  // L1 / L2 / DRAM reads: coalesced 16-byte loads sweeping a window of mask+1 float4s (32 KiB,
+  // 16 MiB, 4 GiB): every load of the grid is a new address until the sweep wraps at the window,
+  // so the window alone decides which level serves the loads.
   float4 s = make_float4(0, 0, 0, 0);
-  size_t at = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * static_cast<size_t>(step);
+  const size_t n = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t me = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int t = 0; t < trips; ++t)
     for (int i = 0; i < step; ++i) {
-      const float4 v = __ldg(&data[(at + i) & mask]);
+      const float4 v = __ldg(&data[((static_cast<size_t>(t) * step + i) * n + me) & mask]);
       s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
     }
   if (s.x + s.y + s.z + s.w == 12345.f) *sink = s.x;
 }
 
-__global__ void DramWrite(int trips, float4* data, size_t n) {
+__global__ void DramWrite(int trips, float4* data, size_t n) {  // n: a power of two
   size_t at = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (int t = 0; t < trips; ++t)
 #pragma unroll
-    for (int i = 0; i < 4; ++i, at += stride) data[at % n] = make_float4(t, i, 0, 1);
+    for (int i = 0; i < 4; ++i, at += stride) data[at & (n - 1)] = make_float4(t, i, 0, 1);
 }
 
 __global__ void Hmma(int trips, float* sink) {

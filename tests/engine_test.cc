@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "graph/analysis.h"
@@ -14,7 +15,8 @@
 namespace emo::sim {
 namespace {
 
-constexpr const char* kA100 = "A100-SXM4-80GB";
+// The 500 W HGX configuration: its limit is above the test GEMM's draw (~460 W at 1410 MHz).
+constexpr const char* kA100 = "A100-SXM4-80GB-500W";
 
 Instr Cpu(double ns) {
   Instr i;
@@ -68,8 +70,8 @@ Program OneRank(std::vector<Instr> code, int streams = 1, int events = 0) {
   return p;
 }
 
-// The GEMM above draws more than the A100's default 400 W limit; tests of other mechanisms than
-// power capping raise every GPU's limit to its maximum (500 W) so that it runs at the clock set.
+// Tests of other mechanisms than power capping set every GPU's limit to its maximum (500 W, the
+// default of this SKU) so that the GEMM above runs at the clock set.
 void Uncapped(Engine& e) {
   for (int g = 0; g < e.gpus(); ++g) e.SetPowerLimit(g, FindDevice(kA100)->power_limit_max_w);
 }
@@ -190,9 +192,31 @@ TEST(Engine, LockedClockSlowsComputeAfterLatency) {
   EXPECT_EQ(e.ClockMhz(0), 705);
 }
 
-// A power limit below the GEMM's draw at the maximum clock lowers the clock.
+// Clock commands land in the order they were issued, whatever latency each draws: "900 MHz at
+// 20 ms, then 1200 MHz at 21 ms" leaves the GPU at 1200 MHz for every seed.
+TEST(Engine, LastClockCommandWins) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(seed);
+    Program p = OneRank(LaunchesThenSync(1, 1000));
+    EngineOptions o = Exact();
+    o.seed = seed;
+    Engine e(p, o);
+    e.At(20e6, [&](double) { e.SetLockedClock(0, 900); });
+    e.At(21e6, [&](double) { e.SetLockedClock(0, 1200); });
+    double at_end = 0;
+    e.At(60e6, [&](double) { at_end = e.ClockMhz(0); });
+    std::string err;
+    ASSERT_TRUE(e.Run(&err)) << err;
+    ASSERT_GT(e.end_ns(), 60e6);
+    EXPECT_EQ(at_end, 1200);
+  }
+}
+
+// A power limit below the GEMM's draw at the maximum clock lowers the clock. The controller acts on
+// 100 ms windows, so the run lasts several of them (it used to be 12 ms, when the cap was applied
+// per kernel at once).
 TEST(Engine, PowerLimitThrottles) {
-  Program p = OneRank(LaunchesThenSync(0, 50));
+  Program p = OneRank(LaunchesThenSync(0, 2000));
   const DeviceSpec& spec = *FindDevice(kA100);
   double draw = EvaluateKernel(spec, p.kernels[0].traits, 1410).power_w;
   Engine e(p, Exact());
@@ -203,6 +227,70 @@ TEST(Engine, PowerLimitThrottles) {
   ASSERT_TRUE(e.Run(&err)) << err;
   EXPECT_LT(seen, 1410);
   EXPECT_LE(EvaluateKernel(spec, p.kernels[0].traits, seen).power_w, e.PowerLimit(0) + 1e-9);
+}
+
+// The power controller acts on power averaged over its window and moves the clock: under a limit
+// below the draw, GEMMs alternating with elementwise kernels settle at one clock (within a couple
+// of bins), the average power stays near the limit, and the elementwise kernels between GEMMs do
+// not run at full clock (the cap is not a per-kernel choice).
+TEST(Engine, PowerCapIsAControlLoopOnAveragePower) {
+  std::vector<Instr> code;
+  for (int i = 0; i < 5000; ++i) {
+    code.push_back(Launch(0));
+    code.push_back(Launch(1));
+  }
+  code.push_back(Make(Op::kStreamSync, 0));
+  Program p = OneRank(code);
+  Engine e(p, Exact());
+  const double limit = 300;
+  e.SetPowerLimit(0, limit);
+  std::vector<double> settled;
+  double t0 = 0, e0 = 0, t1 = 0, e1 = 0;
+  e.Every(1, [&](double now) {
+    if (now < 1e9) return;
+    settled.push_back(e.ClockMhz(0));
+    if (t0 == 0) t0 = now, e0 = e.EnergyCounterJ(0);
+    t1 = now, e1 = e.EnergyCounterJ(0);
+  });
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  ASSERT_GT(e.end_ns(), 1.5e9);
+  ASSERT_GT(settled.size(), 400u);
+  const auto [lo, hi] = std::minmax_element(settled.begin(), settled.end());
+  EXPECT_LT(*hi, 1410);  // at every sample, elementwise kernels included
+  EXPECT_LE(*hi - *lo, 45);
+  const double avg_w = (e1 - e0) / ((t1 - t0) * 1e-9);
+  EXPECT_NEAR(avg_w, limit, 0.05 * limit);
+}
+
+// Without a lock the default governor keeps the clock up through a short wait and drops it after a
+// longer idle period; the next kernel finds it low. A locked clock stays where it was set.
+TEST(Engine, DefaultGovernorDropsTheClockWhenIdle) {
+  for (bool lock : {false, true}) {
+    SCOPED_TRACE(lock);
+    Program p = OneRank({Launch(0), Make(Op::kStreamSync, 0), Cpu(50e6), Launch(0), Make(Op::kStreamSync, 0),
+                         Cpu(1e9), Launch(0), Make(Op::kStreamSync, 0)});
+    Engine e(p, Exact());
+    if (lock) e.SetLockedClock(0, 1200);
+    double short_wait = 0, long_wait = 0;
+    e.At(40e6, [&](double) { short_wait = e.ClockMhz(0); });
+    e.At(700e6, [&](double) { long_wait = e.ClockMhz(0); });
+    std::string err;
+    ASSERT_TRUE(e.Run(&err)) << err;
+    const std::vector<GpuOp>& ops = e.trace().ranks[0].ops;
+    ASSERT_EQ(ops.size(), 3u);
+    const auto dur = [&](size_t i) { return static_cast<double>(ops[i].end_ns - ops[i].start_ns); };
+    if (!lock) {
+      EXPECT_EQ(short_wait, 1410);
+      EXPECT_EQ(long_wait, 210);
+      EXPECT_NEAR(dur(1), dur(0), 2);
+      EXPECT_GT(dur(2), 2 * dur(1));  // started at the idle clock
+    } else {
+      EXPECT_EQ(short_wait, 1200);
+      EXPECT_EQ(long_wait, 1200);
+      EXPECT_NEAR(dur(2), dur(1), 2);
+    }
+  }
 }
 
 // The energy counter moves only at telemetry updates and agrees with sampled power.

@@ -145,9 +145,9 @@ struct CurveFit {
 CurveFit FitCurve(const DeviceSpec& spec, const ModelShape& m, bool backward,
                   const std::vector<ProfilePoint>& measured) {
   const std::vector<KernelTraits> layer = backward ? LayerBackward(m) : LayerForward(m);
-  // The measured A100s drew ~470 W at 1410 MHz, above the 400 W default: they ran the 500 W
-  // maximum limit. The A40's maximum is its default (300 W).
-  const double limit = spec.power_limit_max_w;
+  // The measured A100s drew ~470 W at 1410 MHz: they were the 500 W HGX configuration, run at its
+  // default limit (device "a100-500w"). The A40 runs its default 300 W.
+  const double limit = spec.power_limit_default_w;
   std::vector<StageCost> sim;
   for (const ProfilePoint& p : measured)
     sim.push_back(EvaluateStage(spec, layer, m.layers_per_stage, p.mhz, limit));
@@ -206,7 +206,7 @@ TEST(SimCalibration, PerseusStageProfiles) {
   std::printf("%-10s %-8s %-8s %7s %7s %6s %6s %7s  at the highest clock: sim / measured\n",
               "model", "gpu", "instr", "t MAPE", "e MAPE", "f* sim", "f* meas", "regret");
   for (const ModelShape& model : {kBloom, kGpt3}) {
-    for (const Gpu& gpu : {Gpu{"a100_sxm", "a100"}, Gpu{"a40", "a40"}}) {
+    for (const Gpu& gpu : {Gpu{"a100_sxm", "a100-500w"}, Gpu{"a40", "a40"}}) {
       const DeviceSpec* spec = FindDevice(gpu.device);
       ASSERT_NE(spec, nullptr);
       const std::string path = dir + model.name + "+" + gpu.file_tag + "_bf16.csv";

@@ -51,8 +51,10 @@ DeviceSpec A100() {
   d.shared_w = 146;
   d.l2_w = 150;
   d.dram_j_per_byte = 60e-12;
+  // The SKU ships with default = maximum = 400 W (NVIDIA A100 datasheet: 400 W TDP for SXM4;
+  // nvidia-smi -q on it: Default/Max Power Limit 400 W, Min 100 W).
   d.power_limit_min_w = 100;
-  d.power_limit_max_w = 500;  // the 500 W HGX SKU; the Perseus A100s drew ~470 W at 1410 MHz
+  d.power_limit_max_w = 400;
   d.power_limit_default_w = 400;
   d.dvfs_latency_min_s = 0.005;
   d.dvfs_latency_max_s = 0.015;
@@ -104,6 +106,17 @@ DeviceSpec A40() {
   return d;
 }
 
+// The HGX A100 80GB boards configured for 500 W (NVIDIA A100 datasheet, footnote: "up to 500 W" on
+// custom-thermal HGX systems): the same chip with default = maximum = 500 W. The Perseus (SOSP'24)
+// A100 stage profiles were taken on such boards: they draw ~470 W at 1410 MHz, above 400 W.
+DeviceSpec A100Hgx500W() {
+  DeviceSpec d = A100();
+  d.name = "A100-SXM4-80GB-500W";
+  d.power_limit_max_w = 500;
+  d.power_limit_default_w = 500;
+  return d;
+}
+
 // H100 and RTX 3080 Ti: the A100/A40 power model scaled to their power limits.
 DeviceSpec H100() {
   DeviceSpec d = A100();
@@ -136,8 +149,13 @@ DeviceSpec H100() {
 DeviceSpec Rtx3080Ti() {
   DeviceSpec d = A40();
   d.name = "RTX3080Ti";
-  d.sm_clocks_mhz = ClockRange(210, 1800, 15);
-  d.default_sm_clock_mhz = 1800;
+  // NVML lists GeForce GA102 graphics clocks from 210 to 2100 MHz in 15 MHz steps (nvidia-smi -q -d
+  // SUPPORTED_CLOCKS); the rated boost clock is 1665 MHz (NVIDIA spec sheet), and GPU Boost runs the
+  // card up its V/f curve to ~1950 MHz at the 1.08 V limit under load (TechPowerUp GA102 reviews,
+  // "3D Load" clock profile), then power and the limit pull it down. Locks above that ceiling are
+  // accepted, as NVML accepts them, but the clock cannot pass the voltage limit.
+  d.sm_clocks_mhz = ClockRange(210, 2100, 15);
+  d.default_sm_clock_mhz = 1950;
   d.mem_clock_mhz = 9501;
   d.mem_bandwidth_bps = 912e9;
   d.dram_efficiency = 0.85;
@@ -152,7 +170,7 @@ DeviceSpec Rtx3080Ti() {
                     &d.fp64_w, &d.int_w, &d.sfu_w, &d.lsu_w, &d.shared_w, &d.l2_w})
     *w *= scale;
   d.dram_j_per_byte = 70e-12;  // GDDR6X
-  d.power_limit_min_w = 100;
+  d.power_limit_min_w = 100;      // Founders Edition: default 350 W (NVIDIA spec), slider to 400 W
   d.power_limit_max_w = 400;
   d.power_limit_default_w = 350;
   return d;
@@ -166,6 +184,7 @@ struct Entry {
 const std::vector<Entry>& Table() {
   static const std::vector<Entry> table = {
       {A100(), {"a100", "a100-sxm", "a100-sxm4", "a100-80gb", "a100_sxm"}},
+      {A100Hgx500W(), {"a100-500w", "a100-hgx-500w", "a100_sxm_500w"}},
       {H100(), {"h100", "h100-sxm5", "h100-80gb", "h100_sxm"}},
       {Rtx3080Ti(), {"3080ti", "rtx-3080-ti", "rtx3080-ti", "rtx 3080 ti", "geforce rtx 3080 ti"}},
       {A40(), {"a40", "nvidia a40"}},
@@ -182,7 +201,7 @@ std::string Lower(std::string_view s) {
 }  // namespace
 
 double Voltage(const DeviceSpec& spec, double sm_clock_mhz) {
-  const double f_max = spec.max_clock_mhz();
+  const double f_max = spec.default_sm_clock_mhz;  // the top of the V/f curve (V = 1)
   const double f = std::clamp(sm_clock_mhz, static_cast<double>(spec.min_clock_mhz()), f_max);
   if (f <= spec.v_knee_mhz) return spec.v_floor;
   const double x = (f - spec.v_knee_mhz) / (f_max - spec.v_knee_mhz);

@@ -21,7 +21,8 @@ namespace emo::sim {
 struct DeviceSpec {
   std::string name;                // canonical, e.g. "A100-SXM4-80GB"
   std::vector<int> sm_clocks_mhz;  // supported SM clocks, ascending
-  int default_sm_clock_mhz = 0;    // the highest supported clock
+  int default_sm_clock_mhz = 0;    // the top of the V/f curve, where the driver boosts without a lock:
+                                   // the highest supported clock, except on GeForce (boost ceiling)
   int mem_clock_mhz = 0;           // fixed; DVFS changes only the SM clock
   double mem_bandwidth_bps = 0;    // DRAM peak, B/s
   double dram_efficiency = 0;      // fraction of the DRAM peak a streaming kernel attains
@@ -68,9 +69,10 @@ struct DeviceSpec {
 
   int min_clock_mhz() const { return sm_clocks_mhz.front(); }
   int max_clock_mhz() const { return sm_clocks_mhz.back(); }
+  int boost_ceiling_mhz() const { return default_sm_clock_mhz; }  // no clock runs above it
 };
 
-// Normalised voltage at an SM clock (MHz); clocks outside the supported range are clamped.
+// Normalised voltage at an SM clock (MHz); clocks outside [min clock, boost ceiling] are clamped.
 double Voltage(const DeviceSpec& spec, double sm_clock_mhz);
 
 // The device with this name or alias, case-insensitive ("A100-SXM4-80GB", "a100", "h100",

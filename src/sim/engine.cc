@@ -14,7 +14,27 @@ namespace emo::sim {
 namespace {
 
 // What an event does; the queue (event_queue.h) keeps it in Ev::type.
-enum EvType : uint8_t { kThreadResume, kStreamTry, kOpDone, kClockApply, kTick, kTelemetry, kTimer };
+enum EvType : uint8_t { kThreadResume, kStreamTry, kOpDone, kClockApply, kTick, kTelemetry, kTimer, kPowerControl, kWake };
+// Periodic or follow-up events that do not by themselves keep a run alive.
+inline bool Background(EvType t) { return t == kTick || t == kTelemetry || t == kTimer || t == kPowerControl || t == kWake; }
+
+// The power controller (SW power cap) acts on the power averaged over its window, once per window,
+// moving the clock ceiling: the card's power sensor is read every 100 ms on A100/H100 ("Part-time
+// Power Measurements", SC24, arXiv 2312.02741), and the cap is enforced on that averaged reading.
+// Down by the relative excess times kCapGain (power grows faster than the clock, so half the excess
+// in clock is about the step that lands on the limit); up one 15 MHz bin per window while the
+// average is more than kCapHysteresis below the limit. kCapGain and kCapHysteresis are chosen
+// (no published figure), to settle within a few windows and dither by one bin around the limit.
+inline constexpr double kPowerControlPeriodNs = 100e6;
+inline constexpr double kCapGain = 0.5;
+inline constexpr double kCapHysteresis = 0.03;
+// The default governor (no clock locked): clocks stay up through short waits and drop to the
+// lowest clock after kIdleHoldNs without a GPU op; the next op finds the clock low and waits
+// kIdleWakeNs for it to come back. Assumed figures (no published measurement found): NVML's
+// GpuIdle throttle reason ("nothing is running on the GPU and the clocks are dropping to idle")
+// names the behaviour, not its time constants.
+inline constexpr double kIdleHoldNs = 200e6;
+inline constexpr double kIdleWakeNs = 5e6;
 
 // Work queued on a stream. One cache line: deep queues (thousands of launches ahead of the GPU)
 // are written and read an item at a time.
@@ -81,14 +101,6 @@ struct CostEntry {
   double dram_util = 0;
 };
 
-// Where the power limit puts the clock of a compute kernel that runs alone: the walk down from
-// the requested clock depends only on the kernel, that clock and the limit.
-struct Throttled {
-  double limit = -1;        // the power limit it was found for; < 0 until found
-  size_t ci = 0;            // the clock index the walk ends at
-  double power_w = 0;       // the power there
-};
-
 // A GPU op in execution. Compute kernels progress at a rate set by the clock and by how many
 // compute kernels share the GPU; copies and transfers end at a fixed time.
 struct Running {
@@ -108,6 +120,12 @@ struct Gpu {
   double requested_mhz = 0, effective_mhz = 0;
   size_t requested_ci = 0, effective_ci = 0;  // indices of those clocks in spec->sm_clocks_mhz
   double power_limit = 0;
+  double clock_lands_at = 0;                  // when the last clock command issued takes effect
+  bool locked = false;                        // a clock lock is in effect (else the default governor)
+  size_t top_ci = 0, cap_ci = 0;              // boost ceiling; the power controller's clock ceiling
+  double ctl_time = 0, ctl_energy = 0;        // the power controller's window start
+  double idle_since = 0;                      // when the last GPU op ended (running empty)
+  bool waking = false;                        // the clock is coming back from the idle drop
   std::vector<Running> running;
   int n_compute = 0;                          // compute kernels in `running`
   double last_update = 0;
@@ -168,7 +186,6 @@ struct Engine::State {
   // Clock-major, so that the kernels at the clock in use lie together.
   std::vector<CostEntry> cost;                 // [clock index * n_kernels + kernel], evaluated when first needed
   std::vector<double> idle_w;                  // [clock index]
-  std::vector<Throttled> alone;                // [requested clock index * n_kernels + kernel]
   std::vector<Stream> streams;                 // all ranks, rank-major
   std::vector<int32_t> stream_base;            // rank -> index of its stream 0
   std::vector<EventState> events;
@@ -223,7 +240,7 @@ struct Engine::State {
   void Push(double t, EvType type, int32_t a, uint64_t arg = 0) {
     if (type == kThreadResume || type == kStreamTry || type == kOpDone) queue.push(t, seq++, arg, a, type);
     else slow_queue.push(t, seq++, arg, a, type);
-    if (type != kTick && type != kTelemetry && type != kTimer) ++work_events;
+    if (!Background(type)) ++work_events;
   }
 
   // --- GPU state -------------------------------------------------------------------------
@@ -254,42 +271,34 @@ struct Engine::State {
     }
     return w;
   }
+  // True when the default governor has dropped the idle GPU's clock.
+  bool IdleDropped(const Gpu& g) const {
+    return !g.locked && g.running.empty() && now - g.idle_since > kIdleHoldNs;
+  }
   void Advance(Gpu& g) {
     double dt = now - g.last_update;
     if (dt <= 0) return;
-    g.energy_j += g.power_w * dt * 1e-9;
+    if (g.running.empty() && !g.locked && now - g.idle_since > kIdleHoldNs) {
+      // Idle past the hold: the clock (and idle power) dropped at idle_since + hold.
+      const double high = std::max(0.0, g.idle_since + kIdleHoldNs - g.last_update);
+      g.energy_j += (g.power_w * high + idle_w[0] * (dt - high)) * 1e-9;
+    } else {
+      g.energy_j += g.power_w * dt * 1e-9;
+    }
     if (!g.running.empty()) g.busy_ns += dt;
     g.mem_busy_ns += g.mem_share * dt;
     for (Running& r : g.running)
       if (r.compute) r.remaining -= r.rate * dt;
     g.last_update = now;
   }
-  // The highest clock index <= ci whose power fits the limit (0 when none does); *w its power.
-  size_t Throttle(const Gpu& g, size_t ci, double* w) {
-    *w = Power(g, ci);
-    while (ci > 0 && *w > g.power_limit) *w = Power(g, --ci);
-    return ci;
-  }
-  // Sets the clock (requested, or lower where the power limit demands) and rates, power and
-  // completion events of the running ops.
+  // Sets the clock (requested, or lower where the power controller or the idle governor holds it)
+  // and rates, power and completion events of the running ops.
   void Recompute(int32_t gi) {
     Gpu& g = gpus[static_cast<size_t>(gi)];
-    size_t ci = g.requested_ci;
-    double w;
-    if (g.running.size() == 1 && g.running[0].compute) {
-      Throttled& a = alone[ci * n_kernels + static_cast<size_t>(g.running[0].kernel)];
-      if (a.limit != g.power_limit) {
-        a.limit = g.power_limit;
-        a.ci = Throttle(g, ci, &a.power_w);
-      }
-      ci = a.ci;
-      w = a.power_w;
-    } else {
-      ci = Throttle(g, ci, &w);
-    }
+    const size_t ci = g.waking ? 0 : std::min(g.requested_ci, g.cap_ci);
     g.effective_ci = ci;
     g.effective_mhz = spec->sm_clocks_mhz[ci];
-    g.power_w = w;
+    g.power_w = Power(g, ci);
     const int n = g.n_compute;
     double mem = 0;
     for (Running& r : g.running) {
@@ -621,6 +630,7 @@ struct Engine::State {
       return;
     }
     Advance(g);
+    Wake(st.rank, g);
     Running r;
     r.stream = sid;
     r.noise = it.noise;
@@ -660,6 +670,7 @@ struct Engine::State {
       Stream& st = streams[static_cast<size_t>(s)];
       Gpu& g = gpus[static_cast<size_t>(st.rank)];
       Advance(g);
+      Wake(st.rank, g);
       Running r;
       r.stream = s;
       r.compute = false;
@@ -669,6 +680,34 @@ struct Engine::State {
       Recompute(st.rank);
     }
     rendezvous.erase(key);
+  }
+
+  // A GPU op starts on `g`: if the default governor had dropped the clock, it comes back only
+  // after kIdleWakeNs.
+  void Wake(int32_t gi, Gpu& g) {
+    if (!IdleDropped(g)) return;
+    g.waking = true;
+    Push(now + kIdleWakeNs, kWake, gi);
+  }
+  // The power controller's step at the end of each window (see kPowerControlPeriodNs).
+  void PowerControl(int32_t gi) {
+    Gpu& g = gpus[static_cast<size_t>(gi)];
+    Advance(g);
+    const double dt = now - g.ctl_time;
+    const double avg_w = dt > 0 ? (g.energy_j - g.ctl_energy) / (dt * 1e-9) : 0;
+    g.ctl_time = now, g.ctl_energy = g.energy_j;
+    const size_t cur = std::min(g.requested_ci, g.cap_ci);
+    if (avg_w > g.power_limit) {
+      const double excess = (avg_w - g.power_limit) / avg_w;
+      const double mhz = spec->sm_clocks_mhz[cur];
+      const size_t steps = static_cast<size_t>(std::max(1.0, std::round(kCapGain * excess * mhz / 15)));
+      g.cap_ci = cur > steps ? cur - steps : 0;
+    } else if (g.cap_ci < g.top_ci && avg_w < g.power_limit * (1 - kCapHysteresis)) {
+      g.cap_ci = std::max(g.cap_ci, cur) + 1;
+      if (g.cap_ci >= g.requested_ci) g.cap_ci = g.top_ci;  // no longer binding
+    }
+    Recompute(gi);
+    Push(now + kPowerControlPeriodNs, kPowerControl, gi);
   }
 
   void OpDone(int32_t sid, uint64_t version) {
@@ -683,6 +722,7 @@ struct Engine::State {
         g.running.pop_back();
         break;
       }
+    if (g.running.empty()) g.idle_since = now;
     Recompute(st.rank);
     ++ops_executed;
     const Item& it = st.q.front();
@@ -757,7 +797,6 @@ struct Engine::State {
     }
     n_kernels = p.kernels.size();
     cost.assign(spec->sm_clocks_mhz.size() * n_kernels, CostEntry{});
-    alone.assign(spec->sm_clocks_mhz.size() * n_kernels, Throttled{});
     for (int mhz : spec->sm_clocks_mhz) idle_w.push_back(IdlePower(*spec, mhz));
     group_names.assign(p.groups.size(), 0);
     const size_t ranks = p.ranks.size();
@@ -767,7 +806,8 @@ struct Engine::State {
       g.requested_mhz = g.effective_mhz = spec->default_sm_clock_mhz;
       g.requested_ci = g.effective_ci = ClockIndex(g, g.requested_mhz);
       g.power_limit = spec->power_limit_default_w;
-      g.power_w = idle_w.back();
+      g.top_ci = g.cap_ci = g.requested_ci;
+      g.power_w = idle_w[g.top_ci];
     }
     n_launch = trace.names.Intern("cudaLaunchKernel");
     n_memcpy_async = trace.names.Intern("cudaMemcpyAsync");
@@ -810,7 +850,10 @@ struct Engine::State {
     }
     for (size_t t = 0; t < threads.size(); ++t) Push(0, kThreadResume, static_cast<int32_t>(t));
     live_threads = static_cast<int64_t>(threads.size());
-    for (size_t gi = 0; gi < gpus.size(); ++gi) Telemetry(static_cast<int32_t>(gi));
+    for (size_t gi = 0; gi < gpus.size(); ++gi) {
+      Telemetry(static_cast<int32_t>(gi));
+      Push(kPowerControlPeriodNs, kPowerControl, static_cast<int32_t>(gi));
+    }
     return true;
   }
 
@@ -822,7 +865,7 @@ struct Engine::State {
       const int32_t a = q.top().a;
       const auto type = static_cast<EvType>(q.top().type);
       q.pop();
-      if (type != kTick && type != kTelemetry && type != kTimer) --work_events;
+      if (!Background(type)) --work_events;
       if (!(t >= now)) {  // an event scheduled before its time: an engine bug, never silently run
         *err = "internal error: simulated time went backwards (an event at t=" + std::to_string(t) +
                " ns popped at t=" + std::to_string(now) + " ns)";
@@ -843,8 +886,20 @@ struct Engine::State {
         case kClockApply: {
           Gpu& g = gpus[static_cast<size_t>(a)];
           Advance(g);
-          g.requested_mhz = static_cast<double>(arg);
+          g.locked = (arg >> 32) == 0;  // a reset hands the clock back to the default governor
+          if (g.locked && g.running.empty() && now - g.idle_since > kIdleHoldNs) g.idle_since = now;
+          g.requested_mhz = static_cast<double>(arg & 0xffffffffu);
           g.requested_ci = ClockIndex(g, g.requested_mhz);
+          Recompute(a);
+          break;
+        }
+        case kPowerControl:
+          PowerControl(a);
+          break;
+        case kWake: {
+          Gpu& g = gpus[static_cast<size_t>(a)];
+          Advance(g);
+          g.waking = false;
           Recompute(a);
           break;
         }
@@ -936,10 +991,19 @@ const std::vector<int>& Engine::SupportedClocks(int gpu) const {
 void Engine::SetLockedClock(int gpu, int mhz) {
   Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
   std::uniform_real_distribution<double> latency(g.spec->dvfs_latency_min_s, g.spec->dvfs_latency_max_s);
-  const int clamped = std::clamp(mhz, g.spec->min_clock_mhz(), g.spec->max_clock_mhz());
-  s_->Push(s_->now + latency(s_->rng) * 1e9, kClockApply, gpu, static_cast<uint64_t>(clamped));
+  // NVML accepts any clock of the table; none runs above the V/f curve's top (the boost ceiling).
+  const int clamped = std::clamp(mhz, g.spec->min_clock_mhz(), g.spec->boost_ceiling_mhz());
+  // The driver applies clock commands in the order they were issued: a later command never lands
+  // before an earlier one (events at one time run in push order), so the last command wins.
+  g.clock_lands_at = std::max(s_->now + latency(s_->rng) * 1e9, g.clock_lands_at);
+  s_->Push(g.clock_lands_at, kClockApply, gpu, static_cast<uint64_t>(clamped));
 }
-void Engine::ResetClock(int gpu) { SetLockedClock(gpu, s_->gpus[static_cast<size_t>(gpu)].spec->default_sm_clock_mhz); }
+void Engine::ResetClock(int gpu) {
+  Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  std::uniform_real_distribution<double> latency(g.spec->dvfs_latency_min_s, g.spec->dvfs_latency_max_s);
+  g.clock_lands_at = std::max(s_->now + latency(s_->rng) * 1e9, g.clock_lands_at);
+  s_->Push(g.clock_lands_at, kClockApply, gpu, static_cast<uint64_t>(g.spec->default_sm_clock_mhz) | (1ull << 32));
+}
 void Engine::SetPowerLimit(int gpu, double watts) {
   Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
   s_->Advance(g);
@@ -957,7 +1021,10 @@ double Engine::PowerW(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)]
 double Engine::Utilization(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_util; }
 double Engine::MemoryUtilization(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_mem_util; }
 const std::string& Engine::DeviceName(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].spec->name; }
-double Engine::ClockMhz(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].effective_mhz; }
+double Engine::ClockMhz(int gpu) const {
+  const Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  return s_->IdleDropped(g) ? g.spec->min_clock_mhz() : g.effective_mhz;
+}
 double Engine::now_ns() const { return s_->now; }
 void Engine::StartCounters(int gpu) {
   Gpu& g = s_->gpus[static_cast<size_t>(gpu)];

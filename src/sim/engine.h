@@ -1,7 +1,8 @@
 // engine.h — the simulator's discrete-event engine: runs a Program on simulated GPUs, event by
 // event (CPU threads, streams, events and synchronisation, copies, NCCL collectives with
 // rendezvous across GPUs), with per-GPU SM clocks that change mid-run after a DVFS latency and
-// power limits that throttle the clock.
+// power limits enforced by a control loop on windowed average power that moves the clock, and,
+// without a lock, the driver's default governor (clocks drop after a longer idle period).
 //
 // Only the engine reads kernels' hidden characteristics. What leaves it is what hardware gives:
 // the trace (a Kineto-like record of API calls and GPU ops), and per GPU a cumulative energy
@@ -52,9 +53,9 @@ class Engine {
   int gpus() const;
   const std::string& DeviceName(int gpu) const;
   const std::vector<int>& SupportedClocks(int gpu) const;
-  void SetLockedClock(int gpu, int mhz);  // takes effect after the DVFS latency
-  void ResetClock(int gpu);               // back to the default (maximum) clock, after the latency
-  void SetPowerLimit(int gpu, double watts);
+  void SetLockedClock(int gpu, int mhz);  // takes effect after the DVFS latency, in issue order
+  void ResetClock(int gpu);               // back to the default governor (boost clock), after the latency
+  void SetPowerLimit(int gpu, double watts);  // enforced by the power controller from its next window
   double PowerLimit(int gpu) const;
   void PowerLimitRange(int gpu, double* min_w, double* max_w) const;
   double EnergyCounterJ(int gpu) const;   // cumulative; advances only at telemetry updates

@@ -31,7 +31,7 @@ constexpr double kL2Panel = 2048;  // output block whose operands stay resident 
 KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double sm_clock_mhz) {
   KernelCost c;
   const double f_mhz = std::clamp(sm_clock_mhz, static_cast<double>(spec.min_clock_mhz()),
-                                  static_cast<double>(spec.max_clock_mhz()));
+                                  static_cast<double>(spec.boost_ceiling_mhz()));
   const double hz = f_mhz * 1e6;
   const double occ = std::clamp(k.occupancy, 1e-3, 1.0);
   const double sm_hz = spec.sm_count * hz * occ;  // SM cycles per second the kernel can use
@@ -100,6 +100,7 @@ double ThrottledClock(const DeviceSpec& spec, std::span<const KernelTraits> kern
     return energy_j <= power_limit_w * time_s;
   };
   // Highest supported clock <= requested (the lowest when requested is below all of them).
+  requested_mhz = std::min(requested_mhz, static_cast<double>(spec.boost_ceiling_mhz()));
   auto it = std::upper_bound(clocks.begin(), clocks.end(), requested_mhz);
   size_t i = it == clocks.begin() ? 0 : static_cast<size_t>(it - clocks.begin()) - 1;
   while (i > 0 && !fits(clocks[i])) --i;

@@ -14,7 +14,8 @@
 namespace emo {
 namespace {
 
-const std::string kLargestReal = std::string(EMO_TRACES) + "/HolisticTraceAnalysis/df_index_resolver/df_index_resolver.json.gz";
+const std::string kLargestReal =
+    std::string(EMO_TRACES) + "/HolisticTraceAnalysis/df_index_resolver/df_index_resolver.json.gz";
 
 // A Kineto trace of `steps` training-like steps on one rank: per kernel a launch call, a gap and
 // the kernel; two compute streams joined by record/wait pairs; an NCCL kernel per 50 kernels.
@@ -28,18 +29,23 @@ std::string SyntheticTrace(int64_t kernels) {
     int stream = i % 7 == 0 ? 20 : 7;
     bool nccl = i % 50 == 49;
     if (i % 13 == 0) {
-      s += fmt::format(R"({{"ph":"X","cat":"cuda_runtime","name":"cudaStreamWaitEvent","pid":1,"tid":1,"ts":{},"dur":2,"args":{{"correlation":{}}}}},)",
-                       ts, corr + 1);
+      s += fmt::format(
+          R"({{"ph":"X","cat":"cuda_runtime","name":"cudaStreamWaitEvent","pid":1,"tid":1,"ts":{},"dur":2,"args":{{"correlation":{}}}}},)",
+          ts, corr + 1);
       ts += 3;
     }
-    s += fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":{},"dur":6,"args":{{"External id":{}}}}},)", ts, i);
-    s += fmt::format(R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{},"cbid":211}}}},)",
-                     ts + 1, corr);
+    s += fmt::format(
+        R"({{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":{},"dur":6,"args":{{"External id":{}}}}},)",
+        ts, i);
+    s += fmt::format(
+        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{},"cbid":211}}}},)",
+        ts + 1, corr);
     s += fmt::format(R"({{"ph":"s","id":{},"pid":1,"tid":1,"ts":{},"cat":"ac2g","name":"ac2g"}},)", corr, ts + 1);
     int64_t& free = gpu_free[stream == 7 ? 0 : 1];
     int64_t start = std::max(free, ts + 6), dur = 3 + (i * 7919) % 40;
-    s += fmt::format(R"({{"ph":"X","cat":"kernel","name":"{}","pid":0,"tid":{},"ts":{},"dur":{},"args":{{"device":0,"stream":{},"correlation":{},"grid":[8,1,1],"block":[128,1,1]}}}},)",
-                     nccl ? "ncclKernel_AllReduce_RING_LL_Sum_float" : "ampere_sgemm_128x64_nn", stream, start, dur, stream, corr);
+    s += fmt::format(
+        R"({{"ph":"X","cat":"kernel","name":"{}","pid":0,"tid":{},"ts":{},"dur":{},"args":{{"device":0,"stream":{},"correlation":{},"grid":[8,1,1],"block":[128,1,1]}}}},)",
+        nccl ? "ncclKernel_AllReduce_RING_LL_Sum_float" : "ampere_sgemm_128x64_nn", stream, start, dur, stream, corr);
     free = start + dur;
     ts += 8;
   }
@@ -167,8 +173,8 @@ void BM_WhatIf(benchmark::State& state) {
   std::vector<WhatIf::Change> changes;
   for (uint32_t v = 1; v < g.nodes(); v += 20) changes.push_back({v, g.duration[v] * 1.1, 0.9});
   for (auto _ : state) benchmark::DoNotOptimize(w.Evaluate(changes));
-  state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(g.nodes()) * static_cast<double>(state.iterations()),
-                                                 benchmark::Counter::kIsRate);
+  state.counters["nodes/s"] = benchmark::Counter(
+      static_cast<double>(g.nodes()) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["edges"] = static_cast<double>(g.edges());
 }
 BENCHMARK(BM_WhatIf)->Arg(1'000'000)->Unit(benchmark::kMillisecond);

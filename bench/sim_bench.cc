@@ -33,9 +33,7 @@ void RunWorkload(benchmark::State& state, const std::string& spec, int iteration
   state.counters["gpu_ops"] = static_cast<double>(ops) / static_cast<double>(state.iterations());
 }
 
-void BM_Pp8_100Iterations(benchmark::State& state) {
-  RunWorkload(state, "pp8-qwen2-7b-uniform-a100.json", 100, false);
-}
+void BM_Pp8_100Iterations(benchmark::State& state) { RunWorkload(state, "pp8-qwen2-7b-uniform-a100.json", 100, false); }
 BENCHMARK(BM_Pp8_100Iterations)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_Tp8_10Iterations(benchmark::State& state) { RunWorkload(state, "tp8-gpt3-6.7b-a100.json", 10, false); }

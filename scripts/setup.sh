@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh — installs what EMO needs to build and test on Debian 12 (run as root).
 set -euo pipefail
-packages=(cmake ninja-build g++ clang libclang-rt-14-dev python3
+packages=(cmake ninja-build g++ clang clang-format libclang-rt-14-dev python3
           libsimdjson-dev libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libsqlite3-dev
           libgtest-dev libgmock-dev libbenchmark-dev libfftw3-dev libcurl4-openssl-dev)
 missing=()

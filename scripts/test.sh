@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# test.sh — sets up, builds and runs every test: a -Werror build, the same tests under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and short libFuzzer runs of the JSON readers (Kineto
-# traces, workload specs, frequency policies).
+# test.sh — sets up, checks the formatting (.clang-format), builds and runs every test: a -Werror
+# build, the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and short libFuzzer runs
+# of the JSON readers (Kineto traces, workload specs, frequency policies).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 jobs=$(nproc)
 traces=$(realpath -m "${EMO_TRACES:-../shared/traces}")
+
+echo "== formatting (.clang-format)"
+find src tests bench fuzz \( -name '*.cc' -o -name '*.h' \) -print0 | xargs -0 clang-format --dry-run --Werror
 
 echo "== build and test (-Werror)"
 cmake -S . -B build -G Ninja -DEMO_WERROR=ON -DEMO_TRACES="$traces" >/dev/null

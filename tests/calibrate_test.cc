@@ -37,7 +37,7 @@ TEST(Microbench, SimulatedKernelsTakeAboutAMillisecondAndScaleAsTheirKind) {
     const sim::KernelTraits k = sim::MicrobenchTraits(a100, b);
     return sim::EvaluateKernel(a100, k, 705).time_s / sim::EvaluateKernel(a100, k, 1410).time_s;
   };
-  EXPECT_GT(slowdown(kBenchFp32Fma), 1.9);  // compute: time ~ 1/f
+  EXPECT_GT(slowdown(kBenchFp32Fma), 1.9);   // compute: time ~ 1/f
   EXPECT_LT(slowdown(kBenchDramRead), 1.3);  // memory: nearly flat
   EXPECT_LT(slowdown(kBenchIdle), 1.01);     // a sleep
 }

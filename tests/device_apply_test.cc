@@ -31,8 +31,8 @@ TEST(FrequencyPolicy, JsonRoundTrips) {
 TEST(FrequencyPolicy, SortsChangesAndNamesBadFields) {
   FrequencyPolicy p;
   std::string err;
-  ASSERT_TRUE(ParsePolicy("p", R"({"gpus": [{"gpu": 0, "changes": [{"t_ms": 9, "mhz": 900}, {"t_ms": 1, "mhz": 1200}]}]})",
-                          &p, &err));
+  ASSERT_TRUE(ParsePolicy(
+      "p", R"({"gpus": [{"gpu": 0, "changes": [{"t_ms": 9, "mhz": 900}, {"t_ms": 1, "mhz": 1200}]}]})", &p, &err));
   ASSERT_EQ(p.gpus[0].changes.size(), 2u);
   EXPECT_EQ(p.gpus[0].changes[0].mhz, 1200);
   EXPECT_FALSE(ParsePolicy("p", R"({"gpus": [{"gpu": 0, "changes": [{"t_ms": -1, "mhz": 900}]}]})", &p, &err));

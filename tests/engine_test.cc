@@ -133,9 +133,8 @@ TEST(Engine, ConcurrentKernelsShareTheGpu) {
 // cudaEventRecord after the GEMM on stream 0, cudaStreamWaitEvent on stream 1: the elementwise
 // kernel on stream 1 starts only when the GEMM is done; the sync record names the event.
 TEST(Engine, EventOrdersStreams) {
-  Program p = OneRank({Launch(0, 0), Make(Op::kRecord, 0, 0), Make(Op::kWaitEvent, 1, 0), Launch(1, 1),
-                       Make(Op::kDeviceSync)},
-                      2, 1);
+  Program p = OneRank(
+      {Launch(0, 0), Make(Op::kRecord, 0, 0), Make(Op::kWaitEvent, 1, 0), Launch(1, 1), Make(Op::kDeviceSync)}, 2, 1);
   Engine e(p, Exact());
   Uncapped(e);
   std::string err;
@@ -268,8 +267,8 @@ TEST(Engine, PowerCapIsAControlLoopOnAveragePower) {
 TEST(Engine, DefaultGovernorDropsTheClockWhenIdle) {
   for (bool lock : {false, true}) {
     SCOPED_TRACE(lock);
-    Program p = OneRank({Launch(0), Make(Op::kStreamSync, 0), Cpu(50e6), Launch(0), Make(Op::kStreamSync, 0),
-                         Cpu(1e9), Launch(0), Make(Op::kStreamSync, 0)});
+    Program p = OneRank({Launch(0), Make(Op::kStreamSync, 0), Cpu(50e6), Launch(0), Make(Op::kStreamSync, 0), Cpu(1e9),
+                         Launch(0), Make(Op::kStreamSync, 0)});
     Engine e(p, Exact());
     if (lock) e.SetLockedClock(0, 1200);
     double short_wait = 0, long_wait = 0;

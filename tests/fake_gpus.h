@@ -22,8 +22,16 @@ class FakeGpus : public GpuControl {
   };
 
   FakeGpus(int n, std::string name, std::vector<int> clocks, double min_w, double max_w)
-      : energy(n, 0), power(n, 0), util(n, 0), mem_util(n, 0), clock(n, 0), limit(n, max_w), name_(std::move(name)),
-        clocks_(std::move(clocks)), min_w_(min_w), max_w_(max_w) {}
+      : energy(n, 0),
+        power(n, 0),
+        util(n, 0),
+        mem_util(n, 0),
+        clock(n, 0),
+        limit(n, max_w),
+        name_(std::move(name)),
+        clocks_(std::move(clocks)),
+        min_w_(min_w),
+        max_w_(max_w) {}
 
   int Count() const override { return static_cast<int>(energy.size()); }
   std::string Name(int) const override { return name_; }
@@ -61,9 +69,9 @@ class FakeGpus : public GpuControl {
     return out;
   }
 
-  int step = 0;         // the test's notion of time (a training step or a tick)
-  bool refuse = false;  // every command fails, as without permission
-  bool failing = false;  // every read fails, as after a GPU is lost
+  int step = 0;                                // the test's notion of time (a training step or a tick)
+  bool refuse = false;                         // every command fails, as without permission
+  bool failing = false;                        // every read fails, as after a GPU is lost
   Reading missing = static_cast<Reading>(-1);  // a reading this back end does not offer, as zeusd's utilisation
   std::vector<Command> commands;
   std::vector<double> energy, power, util, mem_util, clock, limit;

@@ -40,14 +40,21 @@ int nvmlInit_v2() { return ++state.inits, kSuccess; }
 int nvmlShutdown() { return ++state.shutdowns, kSuccess; }
 const char* nvmlErrorString(int rc) {
   switch (rc) {
-    case kSuccess: return "Success";
-    case kInvalidArgument: return "Invalid Argument";
-    case kNoPermission: return "Insufficient Permissions";
-    case kGpuIsLost: return "GPU is lost";
-    default: return "Unknown Error";
+    case kSuccess:
+      return "Success";
+    case kInvalidArgument:
+      return "Invalid Argument";
+    case kNoPermission:
+      return "Insufficient Permissions";
+    case kGpuIsLost:
+      return "GPU is lost";
+    default:
+      return "Unknown Error";
   }
 }
-int nvmlDeviceGetCount_v2(unsigned int* count) { return *count = static_cast<unsigned int>(state.gpus.size()), kSuccess; }
+int nvmlDeviceGetCount_v2(unsigned int* count) {
+  return *count = static_cast<unsigned int>(state.gpus.size()), kSuccess;
+}
 int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void** handle) {
   if (i >= state.gpus.size()) return kInvalidArgument;
   *handle = &state.gpus[i];

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "apply/measurement.h"
-#include "sim/sim_gpu_control.h"
 #include "fake_gpus.h"
 #include "sim/engine.h"
+#include "sim/sim_gpu_control.h"
 #include "sim/workload.h"
 
 namespace emo {
@@ -65,8 +65,16 @@ TEST(Geepafs, ProbeScheduleAndChoice) {
   for (const auto& cmd : gpus.Sent(FakeGpus::Command::kLock, 0)) locks.emplace_back(cmd.step, cmd.value);
   // Zig-zag over ticks 0-7, f0 held through tick 8 while fitting, the choice set at tick 9, and
   // the next probe 15.2 s later.
-  EXPECT_EQ(locks, (std::vector<std::pair<int, double>>{{0, 1110}, {1, 1215}, {2, 1320}, {3, 1410}, {4, 1410},
-                                                        {5, 1320}, {6, 1215}, {7, 1110}, {9, 1215}, {85, 1110}}));
+  EXPECT_EQ(locks, (std::vector<std::pair<int, double>>{{0, 1110},
+                                                        {1, 1215},
+                                                        {2, 1320},
+                                                        {3, 1410},
+                                                        {4, 1410},
+                                                        {5, 1320},
+                                                        {6, 1215},
+                                                        {7, 1110},
+                                                        {9, 1215},
+                                                        {85, 1110}}));
   EXPECT_EQ(c.choices(0), (std::vector<int>{1215}));
   c.Finish();
   EXPECT_EQ(gpus.commands.back().what, FakeGpus::Command::kReset);
@@ -105,8 +113,8 @@ TEST(Geepafs, MostEfficientProbeRaisesTheChoice) {
 
 TEST(Geepafs, NoMemoryActivityOrABadFitFallsBackToTheCap) {
   // No memory activity: bound = fmax, eff = the floor; the cap at 100 % utilisation decides.
-  GeepafsDecision d = GeepafsDecide(Probe({0, 0, 0, 0}, {100, 100, 100, 100}, 100), {1110, 1215, 1320, 1410}, 1410,
-                                    1110, 0.9, 100);
+  GeepafsDecision d =
+      GeepafsDecide(Probe({0, 0, 0, 0}, {100, 100, 100, 100}, 100), {1110, 1215, 1320, 1410}, 1410, 1110, 0.9, 100);
   EXPECT_EQ(d.bound, 1410);
   EXPECT_EQ(d.eff, 1110);
   EXPECT_NEAR(d.chosen, 1281.82, 0.01);

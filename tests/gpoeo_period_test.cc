@@ -50,8 +50,8 @@ double Duration(const Case& c) { return std::max(12 * c.period_s, 200 * c.dt_s);
 void ExpectPeriod(const std::vector<double>& x, const Case& c, const char* what) {
   const GpoeoPeriod p = GpoeoDetectPeriod(x, c.dt_s);
   EXPECT_TRUE(p.periodic()) << what << " T=" << c.period_s << ": " << GpoeoVerdictName(p.verdict) << ", " << p.reason;
-  EXPECT_NEAR(p.period_s / c.period_s, 1, 0.02) << what << " T=" << c.period_s << " dt=" << c.dt_s << " found "
-                                                << p.period_s;
+  EXPECT_NEAR(p.period_s / c.period_s, 1, 0.02)
+      << what << " T=" << c.period_s << " dt=" << c.dt_s << " found " << p.period_s;
   EXPECT_LT(p.spread, 0.15) << what << " T=" << c.period_s;
 }
 
@@ -67,10 +67,12 @@ TEST(GpoeoPeriod, MultiPhaseIterations) {
 TEST(GpoeoPeriod, PowerAndUtilisationSignal) {
   const Case c = {0.74, 0.02};
   const std::vector<double> power = Sample(c.period_s, c.dt_s, Duration(c), 6, Iteration, 3);
-  const std::vector<double> util =
-      Sample(c.period_s, c.dt_s, Duration(c), 3, [](double ph) { return ph < 0.75 ? 98 : 40; }, 4);
-  const std::vector<double> mem =
-      Sample(c.period_s, c.dt_s, Duration(c), 3, [](double ph) { return ph < 0.3 ? 30 : ph < 0.75 ? 55 : 10; }, 5);
+  const std::vector<double> util = Sample(
+      c.period_s, c.dt_s, Duration(c), 3, [](double ph) { return ph < 0.75 ? 98 : 40; }, 4);
+  const std::vector<double> mem = Sample(
+      c.period_s, c.dt_s, Duration(c), 3, [](double ph) { return ph < 0.3    ? 30
+                                                                 : ph < 0.75 ? 55
+                                                                             : 10; }, 5);
   const std::vector<double> s = GpoeoSignal(power, 400, util, mem);
   ASSERT_EQ(s.size(), power.size());
   ExpectPeriod(s, c, "signal");

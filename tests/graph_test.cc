@@ -34,9 +34,7 @@ Replayed ReplayAll(const Graph& g) {
   r.end = Replay(g, g.duration, r.finish, r.crit);
   return r;
 }
-int64_t Count(const Graph& g, EdgeKind k) {
-  return std::count(g.pred_kind.begin(), g.pred_kind.end(), k);
-}
+int64_t Count(const Graph& g, EdgeKind k) { return std::count(g.pred_kind.begin(), g.pred_kind.end(), k); }
 // Finish time in µs relative to the earliest event.
 double Us(const Replayed& r, uint32_t v) { return r.finish[v] / 1000; }
 
@@ -80,8 +78,8 @@ TEST(GraphBuilder, LaunchStreamAndThreadOrder) {
 TEST(GraphBuilder, StreamSyncWaitsForAwaitedKernel) {
   Trace t;
   AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaStreamSynchronize", 12, 108, 2),
-                           Call("cudaLaunchKernel", 130, 5, 3), Kernel("K1", 7, 15, 100, 1), Kernel("K2", 7, 140, 10, 3),
-                           SyncRec("Stream Sync", 2, 7)}),
+                           Call("cudaLaunchKernel", 130, 5, 3), Kernel("K1", 7, 15, 100, 1),
+                           Kernel("K2", 7, 140, 10, 3), SyncRec("Stream Sync", 2, 7)}),
                 &t);
   Graph g;
   BuildReport rep;
@@ -100,9 +98,10 @@ TEST(GraphBuilder, StreamSyncWaitsForAwaitedKernel) {
   EXPECT_DOUBLE_EQ(w.Evaluate(std::span(&c, 1)).end, 200000);
   // The same trace without the cuda_sync record: the awaited op is inferred.
   Trace t2;
-  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaStreamSynchronize", 12, 108, 2),
-                           Call("cudaLaunchKernel", 130, 5, 3), Kernel("K1", 7, 15, 100, 1), Kernel("K2", 7, 140, 10, 3)}),
-                &t2);
+  AddKinetoRank(
+      TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaStreamSynchronize", 12, 108, 2),
+                 Call("cudaLaunchKernel", 130, 5, 3), Kernel("K1", 7, 15, 100, 1), Kernel("K2", 7, 140, 10, 3)}),
+      &t2);
   Graph g2;
   Build(t2, &g2, &rep);
   EXPECT_EQ(rep.ranks[0].waits_inferred, 1);
@@ -113,9 +112,9 @@ TEST(GraphBuilder, StreamSyncWaitsForAwaitedKernel) {
 // K2 (launched at 14 µs) must wait for K1 (ends 105).
 // Thread: A [0,4] R [6,8] W [10,12] B [14,18];  stream 7: K1 [5,105];  stream 20: K2 [105,125]
 TEST(GraphBuilder, EventRecordOrdersStreams) {
-  std::vector<std::string> ev = {Call("cudaLaunchKernel", 0, 4, 1), Call("cudaEventRecord", 6, 2, 2),
-                                 Call("cudaStreamWaitEvent", 10, 2, 3), Call("cudaLaunchKernel", 14, 4, 4),
-                                 Kernel("K1", 7, 5, 100, 1), Kernel("K2", 20, 105, 20, 4)};
+  std::vector<std::string> ev = {
+      Call("cudaLaunchKernel", 0, 4, 1),  Call("cudaEventRecord", 6, 2, 2), Call("cudaStreamWaitEvent", 10, 2, 3),
+      Call("cudaLaunchKernel", 14, 4, 4), Kernel("K1", 7, 5, 100, 1),       Kernel("K2", 20, 105, 20, 4)};
   for (bool with_record : {true, false}) {
     Trace t;
     std::vector<std::string> e = ev;
@@ -161,9 +160,10 @@ TEST(GraphBuilder, DeviceSyncWaitsForAllStreams) {
 // Thread: M [0,100] gap X [110,115];  stream 7: copy [20,90] then K [120,130]
 TEST(GraphBuilder, BlockingCopyHoldsTheThread) {
   Trace t;
-  AddKinetoRank(TraceJson({Call("cudaMemcpy", 0, 100, 1), Call("cudaLaunchKernel", 110, 5, 2),
-                           Op("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 7, 20, 70, 1), Kernel("K", 7, 120, 10, 2)}),
-                &t);
+  AddKinetoRank(
+      TraceJson({Call("cudaMemcpy", 0, 100, 1), Call("cudaLaunchKernel", 110, 5, 2),
+                 Op("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 7, 20, 70, 1), Kernel("K", 7, 120, 10, 2)}),
+      &t);
   Graph g;
   BuildReport rep;
   Build(t, &g, &rep);
@@ -225,12 +225,12 @@ TEST(GraphBuilder, CollectiveJoinsRanks) {
 // but K1): 17.5 ms; slack >= 1 ms (K3, K4, K5): 8 ms; slack >= 5 ms (K5): 1 ms.
 TEST(GraphAnalysis, SlackSharesOfKernelTime) {
   Trace t;
-  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaLaunchKernel", 20, 10, 2),
-                           Call("cudaLaunchKernel", 40, 10, 3), Call("cudaLaunchKernel", 60, 10, 4),
-                           Call("cudaLaunchKernel", 80, 10, 5), Kernel("K1", 7, 15, 10000, 1),
-                           Kernel("K2", 8, 35, 9500, 2), Kernel("K3", 9, 55, 4000, 3), Kernel("K4", 9, 4055, 3000, 4),
-                           Kernel("K5", 10, 95, 1000, 5)}),
-                &t);
+  AddKinetoRank(
+      TraceJson({Call("cudaLaunchKernel", 0, 10, 1), Call("cudaLaunchKernel", 20, 10, 2),
+                 Call("cudaLaunchKernel", 40, 10, 3), Call("cudaLaunchKernel", 60, 10, 4),
+                 Call("cudaLaunchKernel", 80, 10, 5), Kernel("K1", 7, 15, 10000, 1), Kernel("K2", 8, 35, 9500, 2),
+                 Kernel("K3", 9, 55, 4000, 3), Kernel("K4", 9, 4055, 3000, 4), Kernel("K5", 10, 95, 1000, 5)}),
+      &t);
   Graph g;
   Build(t, &g);
   const ReplayResult r = ReplayMeasured(g);

@@ -38,9 +38,9 @@ TEST(DeviceSpec, ClockTables) {
   };
   // Default power limits are what each SKU ships with; the data-centre cards' default is also their
   // maximum. The RTX 3080 Ti lists clocks to 2100 MHz but boosts to its V/f ceiling, 1950 MHz.
-  for (const Expected& e : {Expected{"a100", 1410, 108, 400}, Expected{"a100-500w", 1410, 108, 500},
-                            Expected{"h100", 1980, 132, 700}, Expected{"3080ti", 2100, 80, 350},
-                            Expected{"a40", 1740, 84, 300}}) {
+  for (const Expected& e :
+       {Expected{"a100", 1410, 108, 400}, Expected{"a100-500w", 1410, 108, 500}, Expected{"h100", 1980, 132, 700},
+        Expected{"3080ti", 2100, 80, 350}, Expected{"a40", 1740, 84, 300}}) {
     SCOPED_TRACE(e.name);
     const DeviceSpec& d = Device(e.name);
     EXPECT_EQ(d.sm_clocks_mhz.front(), 210);
@@ -50,8 +50,7 @@ TEST(DeviceSpec, ClockTables) {
       EXPECT_EQ(d.power_limit_default_w, d.power_limit_max_w);
     }
     EXPECT_EQ(d.sm_clocks_mhz.size(), static_cast<size_t>((e.max_mhz - 210) / 15 + 1));
-    for (size_t i = 1; i < d.sm_clocks_mhz.size(); ++i)
-      EXPECT_EQ(d.sm_clocks_mhz[i] - d.sm_clocks_mhz[i - 1], 15);
+    for (size_t i = 1; i < d.sm_clocks_mhz.size(); ++i) EXPECT_EQ(d.sm_clocks_mhz[i] - d.sm_clocks_mhz[i - 1], 15);
     EXPECT_EQ(d.sm_count, e.sms);
     EXPECT_EQ(d.power_limit_default_w, e.limit_w);
     EXPECT_LE(d.power_limit_min_w, d.power_limit_default_w);
@@ -121,9 +120,13 @@ TEST(KernelModel, ComputeBoundEnergyHasInteriorOptimum) {
 }
 
 TEST(KernelModel, PowerRisesWithClock) {
-  const std::vector<KernelTraits> kernels = {
-      BigGemm(), BigElementwise(), LayerNormKernel(8192, 12288, 2), ReductionKernel(1e9, 2),
-      MemcpyKernel(1e9), AllReduceKernel(1e8, 8, 2), AttentionKernels(4, 16, 2048, 128, 2, true)[0]};
+  const std::vector<KernelTraits> kernels = {BigGemm(),
+                                             BigElementwise(),
+                                             LayerNormKernel(8192, 12288, 2),
+                                             ReductionKernel(1e9, 2),
+                                             MemcpyKernel(1e9),
+                                             AllReduceKernel(1e8, 8, 2),
+                                             AttentionKernels(4, 16, 2048, 128, 2, true)[0]};
   for (const DeviceSpec* d : AllDevices()) {
     SCOPED_TRACE(d->name);
     for (size_t k = 0; k < kernels.size(); ++k) {
@@ -188,8 +191,7 @@ TEST(KernelModel, BuildersScaleWithShape) {
   EXPECT_NEAR(copy_s, 2e9 / a100.mem_bandwidth_bps, 0.2 * copy_s);
   // An all-reduce over NVLink is far faster than over PCIe.
   const KernelTraits ar = AllReduceKernel(64e6, 8, 2);
-  EXPECT_GT(EvaluateKernel(Device("a40"), ar, 1740).time_s,
-            5 * EvaluateKernel(a100, ar, 1410).time_s);
+  EXPECT_GT(EvaluateKernel(Device("a40"), ar, 1740).time_s, 5 * EvaluateKernel(a100, ar, 1410).time_s);
 }
 
 }  // namespace

@@ -100,7 +100,9 @@ TEST(KinetoJson, NanosecondFractionsSurviveLargeEpochs) {
   Trace t;
   std::string err;
   ASSERT_TRUE(Parse(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
-      "ts": 1712195495520883.123, "dur": 0.001, "args": {"stream": 7, "correlation": 1}}]})", &t, &err)) << err;
+      "ts": 1712195495520883.123, "dur": 0.001, "args": {"stream": 7, "correlation": 1}}]})",
+                    &t, &err))
+      << err;
   EXPECT_EQ(t.ranks[0].ops[0].start_ns, 1712195495520883123LL);
   EXPECT_EQ(t.ranks[0].ops[0].end_ns, 1712195495520883124LL);
 }
@@ -118,7 +120,8 @@ TEST(KinetoJson, BadInputFailsWithPosition) {
       {"truncated", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1)", "t.json: byte"},
       {"events not an array", R"({"traceEvents": 5})", "traceEvents is not an array"},
       {"event not an object", R"({"traceEvents": [1]})", "event #0 is not an object"},
-      {"ts not a number", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": "abc"}]})", "event #0: ts is not a number"},
+      {"ts not a number", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": "abc"}]})",
+       "event #0: ts is not a number"},
       {"no ts", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "dur": 1}]})", "event #0 has no ts"},
       {"no traceEvents", R"({"schemaVersion": 1})", "no traceEvents array"},
       {"garbage", "\x01\x02 not json", "t.json: byte"},
@@ -190,7 +193,8 @@ TEST(KinetoJson, TruncatedGzipAndMissingFileFail) {
   std::string dir = test::TracesDir();
   if (dir.empty()) GTEST_SKIP() << "EMO_TRACES not set";
   // The raw bytes of a real .gz trace, with the compressed stream cut in half.
-  FILE* f = std::fopen((dir + "/HolisticTraceAnalysis/critical_path/cuda_event_sync/event_sync_trace.json.gz").c_str(), "rb");
+  FILE* f =
+      std::fopen((dir + "/HolisticTraceAnalysis/critical_path/cuda_event_sync/event_sync_trace.json.gz").c_str(), "rb");
   ASSERT_NE(f, nullptr);
   std::string raw(1 << 16, '\0');
   raw.resize(std::fread(raw.data(), 1, raw.size(), f));

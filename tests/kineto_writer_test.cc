@@ -124,8 +124,8 @@ Trace HandTrace() {
   call(worker, 9100, 1, -1, "cudaGetDevice\x01 \xc3\xa9\xe2\x82\xac");  // control char, é, €
   op(GpuOpKind::kKernel, 7, 1500, 20000, 1, kEscapedKernel);
   op(GpuOpKind::kMemcpy, 7, 21500, 300, 2, "Memcpy HtoD (Pageable -> Device)", 1 << 20);
-  op(GpuOpKind::kKernel, 13, 3500, 40001, 5, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
-     4096, "default_pg \"0\"");
+  op(GpuOpKind::kKernel, 13, 3500, 40001, 5,
+     "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 4096, "default_pg \"0\"");
   op(GpuOpKind::kMemset, 20, 3400, 1, 6, "Memset (Device)", 256);
   op(GpuOpKind::kKernel, 20, 9500, 1, 10, "ncclKernel_Broadcast_RING_LL", 64);  // no process group: bytes
   op(GpuOpKind::kKernel, 20, 9600, 2, -1, "orphan");

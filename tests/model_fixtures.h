@@ -42,11 +42,8 @@ inline DeviceProfile SyntheticProfile() {
                        {kL2Bytes, 1e9},
                        {kL1Bytes, 1e9},
                        {kInstLsu, 5e6}});
-  set(kBenchDramWrite, {{kSmCyclesActive, 1.4e6},
-                        {kWarpsPerActiveCycle, 20},
-                        {kDramWriteBytes, 1e9},
-                        {kL2Bytes, 1e9},
-                        {kInstLsu, 5e6}});
+  set(kBenchDramWrite,
+      {{kSmCyclesActive, 1.4e6}, {kWarpsPerActiveCycle, 20}, {kDramWriteBytes, 1e9}, {kL2Bytes, 1e9}, {kInstLsu, 5e6}});
   set(kBenchHmma, {{kSmCyclesActive, 1.6e6}, {kWarpsPerActiveCycle, 16}, {kInstTensor, 8e6}, {kInstFma, 1e6}});
   set(kBenchImma, {{kSmCyclesActive, 1.6e6}, {kWarpsPerActiveCycle, 16}, {kInstTensor, 6e6}, {kInstAlu, 2e6}});
   set(kBenchIdle, {{kSmCyclesActive, 1e4}, {kWarpsPerActiveCycle, 1}});

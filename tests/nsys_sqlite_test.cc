@@ -22,10 +22,10 @@ std::string TracePath(const char* rel) {
   return dir == nullptr ? std::string() : std::string(dir) + "/" + rel;
 }
 
-#define LOAD_OR_SKIP(rel, trace)                                                   \
-  std::string path = TracePath(rel);                                               \
-  if (path.empty()) GTEST_SKIP() << "EMO_TRACES not set";                          \
-  std::string err;                                                                 \
+#define LOAD_OR_SKIP(rel, trace)                          \
+  std::string path = TracePath(rel);                      \
+  if (path.empty()) GTEST_SKIP() << "EMO_TRACES not set"; \
+  std::string err;                                        \
   ASSERT_TRUE(LoadNsysSqlite(path, &trace, &err)) << err;
 
 std::map<GpuOpKind, int> OpCounts(const RankTrace& r) {
@@ -225,32 +225,30 @@ INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'cudaEventRecord
     (8, 'cudaMemcpyAsync');
 )" + "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES" +
           // pid 100, thread 101: launch, record (eventSyncId 77), wait; record twice more on event 9, sync.
-          "(10, 20, " + Gid(100, 101) + ", 1, 1), (21, 22, " + Gid(100, 101) + ", 2, 2)," +
-          "(23, 24, " + Gid(100, 101) + ", 3, 3), (25, 26, " + Gid(100, 101) + ", 4, 2)," +
-          "(27, 28, " + Gid(100, 101) + ", 6, 2), (29, 40, " + Gid(100, 101) + ", 7, 4)," +
+          "(10, 20, " + Gid(100, 101) + ", 1, 1), (21, 22, " + Gid(100, 101) + ", 2, 2)," + "(23, 24, " +
+          Gid(100, 101) + ", 3, 3), (25, 26, " + Gid(100, 101) + ", 4, 2)," + "(27, 28, " + Gid(100, 101) +
+          ", 6, 2), (29, 40, " + Gid(100, 101) + ", 7, 4)," +
           // odd rows: NULL correlation, missing StringIds row, end before start, NULL globalTid
           "(50, 60, " + Gid(100, 102) + ", NULL, 999), (70, 65, " + Gid(100, 102) + ", 8, 1)," +
           "(80, 90, NULL, 9, 1)," +
           // pid 200: a copy
-          "(5, 6, " + Gid(200, 200) + ", 1, 8);" +
-          "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES" +
-          "(30, 35, 1, 13, 1, " + p1 + ", 555, 5)," +     // demangled name row missing -> shortName
-          "(36, 37, 1, 14, 8, " + p1 + ", 6, 6)," +       // NCCL
+          "(5, 6, " + Gid(200, 200) + ", 1, 8);" + "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES" +
+          "(30, 35, 1, 13, 1, " + p1 + ", 555, 5)," +           // demangled name row missing -> shortName
+          "(36, 37, 1, 14, 8, " + p1 + ", 6, 6)," +             // NCCL
           "(38, 39, 1, NULL, NULL, " + p1 + ", NULL, NULL);" +  // no names at all
-          "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (7, 8, 0, 7, 1, " + p2 + ", 4096, 1)," +
-          "(9, 10, 0, 7, 2, " + p2 + ", NULL, 42);" +
-          "INSERT INTO CUPTI_ACTIVITY_KIND_CUDA_EVENT VALUES (1, 13, 2, " + p1 + ", 9, 77)," +
+          "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (7, 8, 0, 7, 1, " + p2 + ", 4096, 1)," + "(9, 10, 0, 7, 2, " +
+          p2 + ", NULL, 42);" + "INSERT INTO CUPTI_ACTIVITY_KIND_CUDA_EVENT VALUES (1, 13, 2, " + p1 + ", 9, 77)," +
           "(1, 14, 5, " + p1 + ", 9, NULL), (1, 15, 6, " + p1 + ", 9, NULL);" +
-          "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES" +
-          "(23, 24, 16, 3, " + p1 + ", 2, 9, 77)," +          // wait: linked by eventSyncId to corr 2
+          "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES" + "(23, 24, 16, 3, " + p1 +
+          ", 2, 9, 77)," +                                      // wait: linked by eventSyncId to corr 2
           "(29, 40, 4294967295, 7, " + p1 + ", 1, 9, NULL)," +  // event sync: latest record of event 9 before corr 7
-          "(1, 2, 7, 99, " + p1 + ", 0, 1, NULL)," +          // unknown type, no call: skipped
+          "(1, 2, 7, 99, " + p1 + ", 0, 1, NULL)," +            // unknown type, no call: skipped
           "(1, 2, -5, NULL, " + p1 + ", 3, -1, -1);" +          // stream sync with odd values
           "INSERT INTO NVTX_EVENTS VALUES (0, 100, 59, 'ProfilerStep#3', " + Gid(100, 101) + ", NULL)," +
-          "(100, 200, 59, NULL, " + Gid(100, 101) + ", 7)," +
-          "(5, NULL, 34, 'ProfilerStep#5', " + Gid(100, 101) + ", NULL)," +  // a mark, not a range
-          "(5, 9, 59, 'ProfilerStep#x', " + Gid(100, 101) + ", NULL)," +
-          "(1, 2, 59, 'ProfilerStep#1', " + Gid(300, 300) + ", NULL);");  // pid 300 has no calls or ops
+          "(100, 200, 59, NULL, " + Gid(100, 101) + ", 7)," + "(5, NULL, 34, 'ProfilerStep#5', " + Gid(100, 101) +
+          ", NULL)," +  // a mark, not a range
+          "(5, 9, 59, 'ProfilerStep#x', " + Gid(100, 101) + ", NULL)," + "(1, 2, 59, 'ProfilerStep#1', " +
+          Gid(300, 300) + ", NULL);");  // pid 300 has no calls or ops
 
   Trace trace;
   std::string err;

@@ -94,16 +94,18 @@ TEST_F(Nvml, RefusalsAndLostGpusAreNamed) {
   std::string err;
   fake_->deny = true;
   EXPECT_FALSE(c->SetLockedClock(0, 1005, &err));
-  EXPECT_EQ(err, "GPU 0 (NVIDIA A100-SXM4-80GB): nvmlDeviceSetGpuLockedClocks: Insufficient Permissions "
-                 "(clock and power-limit changes need root or CAP_SYS_ADMIN)");
+  EXPECT_EQ(err,
+            "GPU 0 (NVIDIA A100-SXM4-80GB): nvmlDeviceSetGpuLockedClocks: Insufficient Permissions "
+            "(clock and power-limit changes need root or CAP_SYS_ADMIN)");
   EXPECT_EQ(fake_->gpus[0].locked_max, 0u);
   fake_->deny = false;
   EXPECT_FALSE(c->SetPowerLimit(0, 50, &err));  // below the 100 W minimum
   EXPECT_NE(err.find("Invalid Argument"), std::string::npos) << err;
   fake_->gpus[1].lost = true;
   EXPECT_FALSE(c->EnergyJ(1).has_value());
-  EXPECT_EQ(c->error(), "GPU 1 (NVIDIA A100-SXM4-80GB): nvmlDeviceGetTotalEnergyConsumption: GPU is lost "
-                        "(the GPU fell off the bus)");
+  EXPECT_EQ(c->error(),
+            "GPU 1 (NVIDIA A100-SXM4-80GB): nvmlDeviceGetTotalEnergyConsumption: GPU is lost "
+            "(the GPU fell off the bus)");
   EXPECT_DOUBLE_EQ(c->PowerW(0).value_or(-1), 250.5);  // the other GPU still answers
 }
 

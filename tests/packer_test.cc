@@ -56,8 +56,7 @@ TEST(Packer, BackToBackKernelsFillPacksUpToDeltaMax) {
   EXPECT_DOUBLE_EQ(p.end_ns[0] - p.start_ns[0], 5e6);
   EXPECT_DOUBLE_EQ(p.busy_ns[1], 2e6);
   EXPECT_EQ(p.stream[0], 7);
-  for (uint32_t v = 0; v < g.nodes(); ++v)
-    EXPECT_EQ(p.pack_of[v] != kNoPack, g.kind[v] == NodeKind::kKernel) << v;
+  for (uint32_t v = 0; v < g.nodes(); ++v) EXPECT_EQ(p.pack_of[v] != kNoPack, g.kind[v] == NodeKind::kKernel) << v;
 }
 
 TEST(Packer, RepeatedSequencesShareOneUniquePack) {
@@ -98,9 +97,8 @@ TEST(Packer, CrossStreamDependenciesEndAndStartPacks) {
   AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 4, 1), Call("cudaEventRecord", 5, 1, 2),
                            Call("cudaLaunchKernel", 7, 4, 5), Call("cudaStreamWaitEvent", 12, 1, 3),
                            Call("cudaLaunchKernel", 14, 4, 4), Call("cudaLaunchKernel", 19, 4, 6),
-                           Kernel("K1", 7, 20, 1000, 1), Kernel("K2", 7, 1020, 1000, 5),
-                           Kernel("K3", 20, 1020, 500, 4), Kernel("K4", 20, 1520, 500, 6),
-                           SyncRec("Stream Wait Event", 3, 20, 7, 2)}),
+                           Kernel("K1", 7, 20, 1000, 1), Kernel("K2", 7, 1020, 1000, 5), Kernel("K3", 20, 1020, 500, 4),
+                           Kernel("K4", 20, 1520, 500, 6), SyncRec("Stream Wait Event", 3, 20, 7, 2)}),
                 &t);
   Graph g;
   Build(t, &g);
@@ -111,13 +109,12 @@ TEST(Packer, CrossStreamDependenciesEndAndStartPacks) {
 
 TEST(Packer, CopiesAndCommunicationSplitPacks) {
   Trace t;
-  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 1, 1), Call("cudaMemcpyAsync", 2, 1, 2),
-                           Call("cudaLaunchKernel", 4, 1, 3), Call("cudaLaunchKernel", 6, 1, 4),
-                           Call("cudaLaunchKernel", 8, 1, 5), Kernel("A", 7, 10, 100, 1),
-                           Op("gpu_memcpy", "Memcpy DtoD (Device -> Device)", 7, 110, 50, 2),
-                           Kernel("B", 7, 160, 100, 3), Kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 7, 260, 100, 4),
-                           Kernel("C", 7, 360, 100, 5)}),
-                &t);
+  AddKinetoRank(
+      TraceJson({Call("cudaLaunchKernel", 0, 1, 1), Call("cudaMemcpyAsync", 2, 1, 2), Call("cudaLaunchKernel", 4, 1, 3),
+                 Call("cudaLaunchKernel", 6, 1, 4), Call("cudaLaunchKernel", 8, 1, 5), Kernel("A", 7, 10, 100, 1),
+                 Op("gpu_memcpy", "Memcpy DtoD (Device -> Device)", 7, 110, 50, 2), Kernel("B", 7, 160, 100, 3),
+                 Kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 7, 260, 100, 4), Kernel("C", 7, 360, 100, 5)}),
+      &t);
   Graph g;
   Build(t, &g);
   const Packing p = PackKernels(g, t.names);

@@ -50,8 +50,8 @@ TEST_P(Fidelity, ReplayReproducesSpan) {
   ASSERT_EQ(l.trace.ranks.size(), GetParam().ranks);
   Analysis a = Analyze(l.trace, l.graph);
   RecordProperty("replay_error", std::to_string(a.total.replay_error));
-  EXPECT_LT(std::fabs(a.total.replay_error), 0.03) << "observed " << a.total.observed_ms << " ms, replayed "
-                                                   << a.total.replayed_ms << " ms";
+  EXPECT_LT(std::fabs(a.total.replay_error), 0.03)
+      << "observed " << a.total.observed_ms << " ms, replayed " << a.total.replayed_ms << " ms";
   if (a.total.observed_ms < 1.0) {
     EXPECT_LT(std::fabs(a.total.replayed_ms - a.total.observed_ms) * 1000, 30.0);
   }
@@ -74,8 +74,7 @@ INSTANTIATE_TEST_SUITE_P(
                       FidelityCase{"HolisticTraceAnalysis/ns_resolution_trace", 1},
                       FidelityCase{"HolisticTraceAnalysis/amd_trace", 1},
                       FidelityCase{"HolisticTraceAnalysis/trace_filter", 2},
-                      FidelityCase{"HolisticTraceAnalysis/triton_example", 1},
-                      FidelityCase{"param/dlrm_kineto", 8},
+                      FidelityCase{"HolisticTraceAnalysis/triton_example", 1}, FidelityCase{"param/dlrm_kineto", 8},
                       FidelityCase{"Fuser/a04989202/report1.sqlite", 1},
                       FidelityCase{"Fuser/64ee035dc/report1.sqlite", 1}),
     [](const ::testing::TestParamInfo<FidelityCase>& param_info) {
@@ -111,7 +110,9 @@ TEST(RealTraces, CriticalPathAgreesWithHta) {
 
   std::string buf, err;
   ASSERT_TRUE(ReadFileMaybeGz(dir + "/HolisticTraceAnalysis/critical_path/end_to_end/simple_add/output/"
-                              "overlaid_critical_path_trace.json.gz", &buf, &err)) << err;
+                                    "overlaid_critical_path_trace.json.gz",
+                              &buf, &err))
+      << err;
   nlohmann::json hta = nlohmann::json::parse(buf);
   std::set<std::pair<int64_t, int64_t>> gpu_ends, cpu_ends;  // (stream or tid, ts µs)
   for (const auto& e : hta["traceEvents"])
@@ -213,11 +214,12 @@ TEST(RealTraces, AutogradHandoffCarriesTheCriticalPath) {
   EXPECT_GE(r.handoffs_autograd, 8);  // two per backward() over the trace's steps
   EXPECT_EQ(r.handoffs_autograd, r.handoffs_inferred);
   EXPECT_GT(a.steady_iterations, 0);
-  EXPECT_GT(Share(a.steady_path, "tid 785244"), 0.5);  // the autograd thread
-  EXPECT_GT(Share(a.steady_path, "tid 783658"), 0.1);  // the main thread
+  EXPECT_GT(Share(a.steady_path, "tid 785244"), 0.5);     // the autograd thread
+  EXPECT_GT(Share(a.steady_path, "tid 783658"), 0.1);     // the main thread
   EXPECT_EQ(a.total.replay_error, a.total.replay_error);  // not NaN
   const ReplayResult base = ReplayMeasured(l.graph);
-  const double gpu = ScaledWorkEnd(l, [&](uint32_t v) { return IsGpu(l.graph.kind[v]); }, 1.1);
+  const double gpu = ScaledWorkEnd(
+      l, [&](uint32_t v) { return IsGpu(l.graph.kind[v]); }, 1.1);
   const double autograd = ScaledWorkEnd(
       l, [&](uint32_t v) { return IsCpu(l.graph.kind[v]) && Tid(l, v) == 785244; }, 1.1);
   std::printf("df_index_resolver what-if: GPU +10 %% -> %+.2f %%, autograd thread +10 %% -> %+.2f %%\n",

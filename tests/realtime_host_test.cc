@@ -90,8 +90,10 @@ TEST(RealtimeHost, PlaysAPolicyAndResetsTheClockOnStop) {
   // Poll the commands on the host thread (the fake is not thread-safe) until both changes are in.
   std::atomic<bool> both_sent{false};
   std::function<void(double)> check = [&](double now) {
-    if (gpus.commands.size() >= 2) both_sent = true;
-    else host.At(now + 1e6, check);
+    if (gpus.commands.size() >= 2)
+      both_sent = true;
+    else
+      host.At(now + 1e6, check);
   };
   host.At(2e6, check);
   EXPECT_TRUE(WaitFor([&] { return both_sent.load(); }));

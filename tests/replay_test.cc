@@ -37,8 +37,8 @@ Graph MakeGraph(std::vector<double> dur, std::vector<double> anchor,
 // C0 = 10, C1 = 15, C2 = 10 + 1 + 20 = 31, C3 = 31 + 2 = 33. Critical path 0 -> 2 -> 3.
 // Latest finishes with end 33: L3 = 33, L2 = 31, L1 = 31, L0 = min(31-5, 31-20-1) = 10.
 TEST(Replay, DiamondCompletionCriticalPathAndSlack) {
-  Graph g = MakeGraph({10, 5, 20, 2}, {0, kNoAnchor, kNoAnchor, kNoAnchor},
-                      {{0, 1, 0}, {0, 2, 1}, {1, 3, 0}, {2, 3, 0}});
+  Graph g =
+      MakeGraph({10, 5, 20, 2}, {0, kNoAnchor, kNoAnchor, kNoAnchor}, {{0, 1, 0}, {0, 2, 1}, {1, 3, 0}, {2, 3, 0}});
   std::vector<double> c(4), l(4);
   std::vector<uint32_t> crit(4);
   double end = Replay(g, g.duration, c, crit);
@@ -62,8 +62,8 @@ TEST(Replay, AnchorDelaysStart) {
 // What-if: slowing the off-critical node 1 within its slack leaves the end time; slowing it
 // beyond moves the end; energies are summed with the overrides.
 TEST(Replay, WhatIfSubsetChanges) {
-  Graph g = MakeGraph({10, 5, 20, 2}, {0, kNoAnchor, kNoAnchor, kNoAnchor},
-                      {{0, 1, 0}, {0, 2, 1}, {1, 3, 0}, {2, 3, 0}});
+  Graph g =
+      MakeGraph({10, 5, 20, 2}, {0, kNoAnchor, kNoAnchor, kNoAnchor}, {{0, 1, 0}, {0, 2, 1}, {1, 3, 0}, {2, 3, 0}});
   WhatIf w(g, {1.0, 2.0, 3.0, 4.0});
   auto base = w.Evaluate({});
   EXPECT_DOUBLE_EQ(base.end, 33);

@@ -37,14 +37,12 @@ std::vector<ProfilePoint> ReadProfile(const std::string& path, const std::string
   while (std::getline(in, line)) {
     std::stringstream row(line);
     std::string stage, instr, f, t, e;
-    if (!std::getline(row, stage, ',') || !std::getline(row, instr, ',') ||
-        !std::getline(row, f, ',') || !std::getline(row, t, ',') || !std::getline(row, e, ','))
+    if (!std::getline(row, stage, ',') || !std::getline(row, instr, ',') || !std::getline(row, f, ',') ||
+        !std::getline(row, t, ',') || !std::getline(row, e, ','))
       continue;
-    if (stage == "0" && instr == instruction)
-      points.push_back({std::stod(f), std::stod(t), std::stod(e)});
+    if (stage == "0" && instr == instruction) points.push_back({std::stod(f), std::stod(t), std::stod(e)});
   }
-  std::sort(points.begin(), points.end(),
-            [](const ProfilePoint& a, const ProfilePoint& b) { return a.mhz > b.mhz; });
+  std::sort(points.begin(), points.end(), [](const ProfilePoint& a, const ProfilePoint& b) { return a.mhz > b.mhz; });
   return points;
 }
 
@@ -104,12 +102,12 @@ std::vector<KernelTraits> LayerBackward(const ModelShape& m) {
   ks.push_back(ElementwiseKernel(t * h, kBytes + 1, kBytes, 2));
   linear(t, h, h / kTp);
   const double bh = kBatch * heads;
-  ks.push_back(GemmKernel(kSeq, kSeq, d, kBytes, true, bh));  // dP = dO·Vᵀ
-  ks.push_back(GemmKernel(kSeq, d, kSeq, kBytes, true, bh));  // dV = Pᵀ·dO
-  ks.push_back(ElementwiseKernel(scores, kBytes + 1, kBytes, 2));       // dropout
-  ks.push_back(ElementwiseKernel(scores, 2 * kBytes, kBytes, 4));       // softmax
-  ks.push_back(GemmKernel(kSeq, d, kSeq, kBytes, true, bh));  // dQ = dS·K
-  ks.push_back(GemmKernel(kSeq, d, kSeq, kBytes, true, bh));  // dK = dSᵀ·Q
+  ks.push_back(GemmKernel(kSeq, kSeq, d, kBytes, true, bh));       // dP = dO·Vᵀ
+  ks.push_back(GemmKernel(kSeq, d, kSeq, kBytes, true, bh));       // dV = Pᵀ·dO
+  ks.push_back(ElementwiseKernel(scores, kBytes + 1, kBytes, 2));  // dropout
+  ks.push_back(ElementwiseKernel(scores, 2 * kBytes, kBytes, 4));  // softmax
+  ks.push_back(GemmKernel(kSeq, d, kSeq, kBytes, true, bh));       // dQ = dS·K
+  ks.push_back(GemmKernel(kSeq, d, kSeq, kBytes, true, bh));       // dK = dSᵀ·Q
   linear(t, 3 * h / kTp, h);
   ks.push_back(AllReduceKernel(t * h * kBytes, kTp, kBytes));  // input gradient of QKV
   layernorm();
@@ -124,8 +122,8 @@ struct StageCost {
 // The stage's kernels back to back at a locked clock; the power limit throttles each kernel whose
 // draw at that clock exceeds it (the GEMMs here last milliseconds, longer than the controller's
 // reaction time).
-StageCost EvaluateStage(const DeviceSpec& spec, const std::vector<KernelTraits>& layer,
-                        double layers, double mhz, double power_limit_w) {
+StageCost EvaluateStage(const DeviceSpec& spec, const std::vector<KernelTraits>& layer, double layers, double mhz,
+                        double power_limit_w) {
   StageCost s;
   for (const KernelTraits& k : layer) {
     const KernelCost c = EvaluateKernel(spec, k, ThrottledClock(spec, k, mhz, power_limit_w));
@@ -138,7 +136,7 @@ StageCost EvaluateStage(const DeviceSpec& spec, const std::vector<KernelTraits>&
 struct CurveFit {
   double time_mape = 0, energy_mape = 0;  // of the curves normalised at the highest clock
   double measured_opt_mhz = 0, simulated_opt_mhz = 0;
-  double regret = 0;  // measured energy at the simulated optimum over the measured minimum, − 1
+  double regret = 0;                       // measured energy at the simulated optimum over the measured minimum, − 1
   double sim_time_s = 0, sim_power_w = 0;  // at the highest clock, absolute
 };
 
@@ -149,8 +147,7 @@ CurveFit FitCurve(const DeviceSpec& spec, const ModelShape& m, bool backward,
   // default limit (device "a100-500w"). The A40 runs its default 300 W.
   const double limit = spec.power_limit_default_w;
   std::vector<StageCost> sim;
-  for (const ProfilePoint& p : measured)
-    sim.push_back(EvaluateStage(spec, layer, m.layers_per_stage, p.mhz, limit));
+  for (const ProfilePoint& p : measured) sim.push_back(EvaluateStage(spec, layer, m.layers_per_stage, p.mhz, limit));
   CurveFit fit;
   size_t best_meas = 0, best_sim = 0;
   for (size_t i = 0; i < measured.size(); ++i) {
@@ -203,8 +200,8 @@ TEST(SimCalibration, PerseusStageProfiles) {
     const char* file_tag;
     const char* device;
   };
-  std::printf("%-10s %-8s %-8s %7s %7s %6s %6s %7s  at the highest clock: sim / measured\n",
-              "model", "gpu", "instr", "t MAPE", "e MAPE", "f* sim", "f* meas", "regret");
+  std::printf("%-10s %-8s %-8s %7s %7s %6s %6s %7s  at the highest clock: sim / measured\n", "model", "gpu", "instr",
+              "t MAPE", "e MAPE", "f* sim", "f* meas", "regret");
   for (const ModelShape& model : {kBloom, kGpt3}) {
     for (const Gpu& gpu : {Gpu{"a100_sxm", "a100-500w"}, Gpu{"a40", "a40"}}) {
       const DeviceSpec* spec = FindDevice(gpu.device);
@@ -216,12 +213,12 @@ TEST(SimCalibration, PerseusStageProfiles) {
         ASSERT_GE(measured.size(), 30u) << "cannot read " << path;
         const bool backward = instr == "backward";
         const CurveFit fit = FitCurve(*spec, model, backward, measured);
-        std::printf("%-10s %-8s %-8s %6.2f%% %6.2f%% %6.0f %6.0f %6.1f%%  %5.1f / %5.1f ms, "
-                    "%3.0f / %3.0f W\n",
-                    model.name, gpu.file_tag, instr.c_str(), 100 * fit.time_mape,
-                    100 * fit.energy_mape, fit.simulated_opt_mhz, fit.measured_opt_mhz,
-                    100 * fit.regret, 1e3 * fit.sim_time_s, 1e3 * measured[0].time_s,
-                    fit.sim_power_w, measured[0].energy_j / measured[0].time_s);
+        std::printf(
+            "%-10s %-8s %-8s %6.2f%% %6.2f%% %6.0f %6.0f %6.1f%%  %5.1f / %5.1f ms, "
+            "%3.0f / %3.0f W\n",
+            model.name, gpu.file_tag, instr.c_str(), 100 * fit.time_mape, 100 * fit.energy_mape, fit.simulated_opt_mhz,
+            fit.measured_opt_mhz, 100 * fit.regret, 1e3 * fit.sim_time_s, 1e3 * measured[0].time_s, fit.sim_power_w,
+            measured[0].energy_j / measured[0].time_s);
         EXPECT_LT(fit.time_mape, kMaxMape);
         EXPECT_LT(fit.energy_mape, kMaxMape);
         const bool a40_backward = spec->name == "A40" && backward;

@@ -49,7 +49,8 @@ TEST(SimMetricSource, RangesAreTheKernelsAtThoseLaunchOrdinals) {
   std::vector<GpuOp> kernels;
   for (const GpuOp& op : e.trace().ranks[1].ops)
     if (op.kind == GpuOpKind::kKernel && !op.is_comm) kernels.push_back(op);
-  std::sort(kernels.begin(), kernels.end(), [](const GpuOp& a, const GpuOp& b) { return a.correlation < b.correlation; });
+  std::sort(kernels.begin(), kernels.end(),
+            [](const GpuOp& a, const GpuOp& b) { return a.correlation < b.correlation; });
   ASSERT_GT(kernels.size(), 41u);
   double ns = 0;
   for (size_t i = 5; i <= 9; ++i) ns += static_cast<double>(kernels[i].end_ns - kernels[i].start_ns);
@@ -68,7 +69,8 @@ TEST(SimMetricSource, NeighbouringRangesAddUpToTheirUnion) {
   ASSERT_TRUE(source.Profile({{0, 10, 29}}, &whole, &cost, &err)) << err;
   PackMetrics sum = parts[0];
   sum.Add(parts[1]);
-  for (int m = 0; m < kMetrics; ++m) EXPECT_NEAR(sum.v[m], whole[0].v[m], 1e-9 * std::abs(whole[0].v[m])) << MetricName(Metric(m));
+  for (int m = 0; m < kMetrics; ++m)
+    EXPECT_NEAR(sum.v[m], whole[0].v[m], 1e-9 * std::abs(whole[0].v[m])) << MetricName(Metric(m));
   EXPECT_EQ(sum.kernels, 20);
   EXPECT_GT(whole[0].v[kInstTensor], 0);  // GEMMs in the range
   EXPECT_GT(whole[0].v[kDramReadBytes], 0);

@@ -10,12 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "apply/measurement.h"
-#include "sim/sim_gpu_control.h"
 #include "graph/analysis.h"
 #include "graph/builder.h"
 #include "sim/device_spec.h"
 #include "sim/engine.h"
 #include "sim/replay_workload.h"
+#include "sim/sim_gpu_control.h"
 #include "sim/workload.h"
 #include "trace/kineto_json.h"
 #include "trace/kineto_writer.h"
@@ -259,8 +259,8 @@ TEST(SimReplay, IterationTakesAsLongAsTheRealTrace) {
     Engine e(p, o);
     ASSERT_TRUE(e.Run(&err)) << err;
     const double simulated_ms = (e.iteration_starts()[2] - e.iteration_starts()[1]) / 1e6;
-    std::printf("%s: simulated %.3f ms per iteration; traced: longest rank %.3f ms, all ranks %.3f ms\n",
-                c.workload, simulated_ms, longest_rank_ms, a.total.observed_ms);
+    std::printf("%s: simulated %.3f ms per iteration; traced: longest rank %.3f ms, all ranks %.3f ms\n", c.workload,
+                simulated_ms, longest_rank_ms, a.total.observed_ms);
     EXPECT_GE(simulated_ms, 0.97 * longest_rank_ms);
     EXPECT_LE(simulated_ms, 1.03 * a.total.observed_ms);
   }

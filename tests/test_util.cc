@@ -16,19 +16,22 @@ std::string TracesDir() {
 }
 
 std::string Call(const char* name, double ts, double dur, int corr, int tid) {
-  return fmt::format(R"({{"ph":"X","cat":"cuda_runtime","name":"{}","pid":1,"tid":{},"ts":{},"dur":{},"args":{{"correlation":{}}}}})",
-                     name, tid, ts, dur, corr);
+  return fmt::format(
+      R"({{"ph":"X","cat":"cuda_runtime","name":"{}","pid":1,"tid":{},"ts":{},"dur":{},"args":{{"correlation":{}}}}})",
+      name, tid, ts, dur, corr);
 }
 std::string Op(const char* cat, const char* name, int stream, double ts, double dur, int corr) {
-  return fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":0,"tid":{},"ts":{},"dur":{},"args":{{"device":0,"stream":{},"correlation":{}}}}})",
-                     cat, name, stream, ts, dur, stream, corr);
+  return fmt::format(
+      R"({{"ph":"X","cat":"{}","name":"{}","pid":0,"tid":{},"ts":{},"dur":{},"args":{{"device":0,"stream":{},"correlation":{}}}}})",
+      cat, name, stream, ts, dur, stream, corr);
 }
 std::string Kernel(const char* name, int stream, double ts, double dur, int corr) {
   return Op("kernel", name, stream, ts, dur, corr);
 }
 std::string SyncRec(const char* kind, int corr, int stream, int wait_on_stream, int record_corr) {
-  return fmt::format(R"({{"ph":"X","cat":"cuda_sync","name":"{}","pid":0,"tid":{},"ts":0,"dur":0,"args":{{"cuda_sync_kind":"{}","stream":{},"wait_on_stream":{},"wait_on_cuda_event_record_corr_id":{},"correlation":{}}}}})",
-                     kind, stream, kind, stream, wait_on_stream, record_corr, corr);
+  return fmt::format(
+      R"({{"ph":"X","cat":"cuda_sync","name":"{}","pid":0,"tid":{},"ts":0,"dur":0,"args":{{"cuda_sync_kind":"{}","stream":{},"wait_on_stream":{},"wait_on_cuda_event_record_corr_id":{},"correlation":{}}}}})",
+      kind, stream, kind, stream, wait_on_stream, record_corr, corr);
 }
 std::string TraceJson(const std::vector<std::string>& events, const std::string& extra) {
   std::string s = "{" + extra + "\"traceEvents\": [";

@@ -77,23 +77,22 @@ bool CollectivesComplete(const Program& p, std::string* stuck) {
   }
   for (size_t r = 0; r < n; ++r)
     if (pos[r] != seq[r].size()) {
-      *stuck = "rank " + std::to_string(r) + " stuck at collective " + std::to_string(pos[r]) +
-               " of " + std::to_string(seq[r].size()) + " (group " + std::to_string(seq[r][pos[r]]) + ")";
+      *stuck = "rank " + std::to_string(r) + " stuck at collective " + std::to_string(pos[r]) + " of " +
+               std::to_string(seq[r].size()) + " (group " + std::to_string(seq[r][pos[r]]) + ")";
       return false;
     }
   return true;
 }
 
 bool SameInstr(const Instr& a, const Instr& b) {
-  return a.op == b.op && a.stream == b.stream && a.event == b.event && a.kernel == b.kernel &&
-         a.group == b.group && a.cpu_ns == b.cpu_ns && a.bytes == b.bytes && a.dir == b.dir &&
-         a.blocking == b.blocking && a.pinned == b.pinned;
+  return a.op == b.op && a.stream == b.stream && a.event == b.event && a.kernel == b.kernel && a.group == b.group &&
+         a.cpu_ns == b.cpu_ns && a.bytes == b.bytes && a.dir == b.dir && a.blocking == b.blocking &&
+         a.pinned == b.pinned;
 }
 
 // A GPT model small enough to count by hand.
 json SmallGpt() {
-  return {{"arch", "gpt"}, {"layers", 2}, {"hidden", 256}, {"heads", 4}, {"seq", 128},
-          {"batch", 2}, {"vocab", 1024}};
+  return {{"arch", "gpt"}, {"layers", 2}, {"hidden", 256}, {"heads", 4}, {"seq", 128}, {"batch", 2}, {"vocab", 1024}};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -101,11 +100,18 @@ json SmallGpt() {
 TEST(Workload, ShippedSpecsBuildAndValidate) {
   const char* dir = std::getenv("EMO_WORKLOADS");
   if (dir == nullptr) GTEST_SKIP() << "EMO_WORKLOADS is unset";
-  const std::vector<std::string> expected = {
-      "tp2-llama2-0.5b-3080ti", "tp2-gpt3-6.7b-a100", "tp4-gpt3-6.7b-a100", "tp8-gpt3-6.7b-a100",
-      "pp2-qwen2-7b-uniform-a100", "pp4-qwen2-7b-uniform-a100", "pp8-qwen2-7b-uniform-a100",
-      "pp2-qwen2-7b-parameter-a100", "pp4-qwen2-7b-parameter-a100", "pp8-qwen2-7b-parameter-a100",
-      "offload-deepseek-v2-lite-a100", "dp2-gpt3-1.3b-a100"};
+  const std::vector<std::string> expected = {"tp2-llama2-0.5b-3080ti",
+                                             "tp2-gpt3-6.7b-a100",
+                                             "tp4-gpt3-6.7b-a100",
+                                             "tp8-gpt3-6.7b-a100",
+                                             "pp2-qwen2-7b-uniform-a100",
+                                             "pp4-qwen2-7b-uniform-a100",
+                                             "pp8-qwen2-7b-uniform-a100",
+                                             "pp2-qwen2-7b-parameter-a100",
+                                             "pp4-qwen2-7b-parameter-a100",
+                                             "pp8-qwen2-7b-parameter-a100",
+                                             "offload-deepseek-v2-lite-a100",
+                                             "dp2-gpt3-1.3b-a100"};
   std::set<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir))
     if (entry.path().extension() == ".json") files.insert(entry.path().stem().string());
@@ -139,8 +145,8 @@ TEST(Workload, TensorParallelCounts) {
     SCOPED_TRACE(arch);
     json model = SmallGpt();
     model["arch"] = arch;
-    const Program p = Build({{"kind", "tp"}, {"device", "a100"}, {"link", "nvlink"},
-                             {"model", model}, {"parallel", {{"tp", 2}}}});
+    const Program p =
+        Build({{"kind", "tp"}, {"device", "a100"}, {"link", "nvlink"}, {"model", model}, {"parallel", {{"tp", 2}}}});
     ASSERT_EQ(p.ranks.size(), 2u);
     ASSERT_EQ(p.groups.size(), 1u);
     EXPECT_EQ(p.groups[0].kind, CollectiveKind::kAllReduce);
@@ -160,13 +166,13 @@ TEST(Workload, TensorParallelCounts) {
   }
   // One chunk: half the launches, and 4 layers reuse the 2-layer program's kernels.
   json model = SmallGpt();
-  const Program one = Build({{"kind", "tp"}, {"device", "a100"}, {"model", model},
-                             {"parallel", {{"tp", 2}, {"chunks", 1}}}});
+  const Program one =
+      Build({{"kind", "tp"}, {"device", "a100"}, {"model", model}, {"parallel", {{"tp", 2}, {"chunks", 1}}}});
   EXPECT_EQ(CountLaunches(one, 0, "gemm"), 27);
   EXPECT_EQ(CountOps(one, 0, Op::kCollective), 13);
   model["layers"] = 4;
-  const Program four = Build({{"kind", "tp"}, {"device", "a100"}, {"model", model},
-                              {"parallel", {{"tp", 2}, {"chunks", 1}}}});
+  const Program four =
+      Build({{"kind", "tp"}, {"device", "a100"}, {"model", model}, {"parallel", {{"tp", 2}, {"chunks", 1}}}});
   EXPECT_EQ(CountLaunches(four, 0, "gemm"), 27 + 2 * 12);
   EXPECT_EQ(four.kernels.size(), one.kernels.size());
 }
@@ -175,8 +181,11 @@ TEST(Workload, TensorParallelCounts) {
 // on stream 0, records an event that stream 0 waits for before that event is reused, and compute
 // of the other chunk is launched in between.
 TEST(Workload, TensorParallelDominoOverlap) {
-  const Program p = Build({{"kind", "tp"}, {"device", "a100"}, {"model", SmallGpt()},
-                           {"parallel", {{"tp", 2}}}, {"cpu", {{"launch_gap_us", 0}}}});
+  const Program p = Build({{"kind", "tp"},
+                           {"device", "a100"},
+                           {"model", SmallGpt()},
+                           {"parallel", {{"tp", 2}}},
+                           {"cpu", {{"launch_gap_us", 0}}}});
   const std::vector<Instr>& code = Code(p, 0);
   int collectives = 0, overlapped = 0;
   std::map<int32_t, int32_t> last_record_stream;
@@ -198,8 +207,7 @@ TEST(Workload, TensorParallelDominoOverlap) {
     for (size_t j = i + 2; j < code.size() && !waited; ++j) {
       if (code[j].op == Op::kRecord && code[j].event == done) break;
       if (code[j].op == Op::kWaitEvent && code[j].event == done) waited = code[j].stream == 0;
-      if (code[j].op == Op::kLaunch && code[j].stream == 0 &&
-          KernelName(p, code[j]).find("gemm") != std::string::npos)
+      if (code[j].op == Op::kLaunch && code[j].stream == 0 && KernelName(p, code[j]).find("gemm") != std::string::npos)
         gemm_between = true;
     }
     EXPECT_TRUE(waited) << "stream 0 never waits for the all-reduce at instr " << i;
@@ -222,9 +230,9 @@ std::string PassOrder(const Program& p, size_t rank, int layers_on_stage) {
   for (const Instr& in : Code(p, rank)) {
     if (in.op != Op::kLaunch) continue;
     const std::string& name = KernelName(p, in);
-    const char c = name.rfind("void flash_fwd_kernel", 0) == 0               ? 'F'
+    const char c = name.rfind("void flash_fwd_kernel", 0) == 0     ? 'F'
                    : name.rfind("void flash_bwd_dq_dk_dv", 0) == 0 ? 'B'
-                                                                     : 0;
+                                                                   : 0;
     if (c == 0) continue;
     if (c != cur) run = 0;
     cur = c;
@@ -251,8 +259,8 @@ TEST(Workload, PipelineOneFOneB) {
   model["layers"] = 8;
   model["batch"] = 1;
   const int P = 4, M = 8;
-  const Program p = Build({{"kind", "pp"}, {"device", "a100"}, {"model", model},
-                           {"parallel", {{"pp", P}, {"microbatches", M}}}});
+  const Program p =
+      Build({{"kind", "pp"}, {"device", "a100"}, {"model", model}, {"parallel", {{"pp", P}, {"microbatches", M}}}});
   ASSERT_EQ(p.ranks.size(), 4u);
   ASSERT_EQ(p.groups.size(), 3u);
   for (size_t s = 0; s < 4; ++s) {
@@ -281,8 +289,8 @@ TEST(Workload, PipelineOneFOneB) {
   EXPECT_TRUE(Validate(p, &err)) << err;
 
   // Fewer micro-batches than stages: all forwards, then all backwards, still deadlock-free.
-  const Program few = Build({{"kind", "pp"}, {"device", "a100"}, {"model", model},
-                             {"parallel", {{"pp", P}, {"microbatches", 2}}}});
+  const Program few =
+      Build({{"kind", "pp"}, {"device", "a100"}, {"model", model}, {"parallel", {{"pp", P}, {"microbatches", 2}}}});
   for (size_t s = 0; s < 4; ++s) EXPECT_EQ(PassOrder(few, s, 2), Expected1F1B(P, 2, static_cast<int>(s)));
   EXPECT_TRUE(CollectivesComplete(few, &err)) << err;
 }
@@ -296,7 +304,9 @@ TEST(Workload, PipelineParameterPartition) {
   model["batch"] = 1;
   model["vocab"] = 16000;
   auto stage_layers = [&](const char* partition) {
-    const Program p = Build({{"kind", "pp"}, {"device", "a100"}, {"model", model},
+    const Program p = Build({{"kind", "pp"},
+                             {"device", "a100"},
+                             {"model", model},
                              {"parallel", {{"pp", 4}, {"microbatches", 4}, {"partition", partition}}}});
     std::vector<int> layers;
     for (size_t s = 0; s < p.ranks.size(); ++s) layers.push_back(CountLaunches(p, s, "void flash_fwd_kernel") / 4);
@@ -316,8 +326,8 @@ TEST(Workload, PipelineParameterPartition) {
 TEST(Workload, DataParallelBucketsOverlapBackward) {
   json model = SmallGpt();
   model["vocab"] = 1000;
-  const Program p = Build({{"kind", "dp"}, {"device", "a100"}, {"model", model},
-                           {"parallel", {{"dp", 2}, {"bucket_mb", 0.5}}}});
+  const Program p =
+      Build({{"kind", "dp"}, {"device", "a100"}, {"model", model}, {"parallel", {{"dp", 2}, {"bucket_mb", 0.5}}}});
   ASSERT_EQ(p.ranks.size(), 2u);
   const std::vector<Instr>& code = Code(p, 0);
   double bytes = 0;
@@ -373,8 +383,8 @@ TEST(Workload, OffloadCopiesSyncBeforeCpuExperts) {
   model["expert_ffn"] = 128;
   model["shared_experts"] = 1;
   model["dense_layers"] = 1;
-  const Program p = Build({{"kind", "offload"}, {"device", "a100"}, {"model", model},
-                           {"cpu", {{"launch_gap_us", 0}, {"gflops", 100}}}});
+  const Program p = Build(
+      {{"kind", "offload"}, {"device", "a100"}, {"model", model}, {"cpu", {{"launch_gap_us", 0}, {"gflops", 100}}}});
   ASSERT_EQ(p.ranks.size(), 1u);
   EXPECT_TRUE(p.groups.empty());
   const std::vector<Instr>& code = Code(p, 0);
@@ -415,8 +425,11 @@ TEST(Workload, OffloadCopiesSyncBeforeCpuExperts) {
 TEST(Workload, CpuGapsAndKernelNames) {
   json model = SmallGpt();
   model["seq"] = 512;  // 256 KiB all-reduces: NCCL's LL128 protocol on NVLink
-  const Program p = Build({{"kind", "tp"}, {"device", "h100"}, {"model", model},
-                           {"parallel", {{"tp", 2}}}, {"cpu", {{"launch_gap_us", 7.5}}}});
+  const Program p = Build({{"kind", "tp"},
+                           {"device", "h100"},
+                           {"model", model},
+                           {"parallel", {{"tp", 2}}},
+                           {"cpu", {{"launch_gap_us", 7.5}}}});
   const std::vector<Instr>& code = Code(p, 0);
   for (size_t i = 0; i < code.size(); ++i) {
     if (code[i].op == Op::kCpu) {
@@ -444,13 +457,14 @@ TEST(Workload, CpuGapsAndKernelNames) {
   std::set<std::pair<std::string, std::vector<double>>> seen;
   for (const Kernel& k : p.kernels) {
     const KernelTraits& t = k.traits;
-    EXPECT_TRUE(seen.insert({k.name, {t.tensor_flop, t.fp32_flop, t.dram_read_bytes, t.dram_write_bytes,
-                                      t.l2_bytes, t.sfu_ops, t.int_ops, t.link_bytes, t.occupancy}})
+    EXPECT_TRUE(seen.insert({k.name,
+                             {t.tensor_flop, t.fp32_flop, t.dram_read_bytes, t.dram_write_bytes, t.l2_bytes, t.sfu_ops,
+                              t.int_ops, t.link_bytes, t.occupancy}})
                     .second)
         << k.name;
   }
-  const Program pp = Build({{"kind", "pp"}, {"device", "a100"}, {"model", SmallGpt()},
-                            {"parallel", {{"pp", 2}, {"microbatches", 2}}}});
+  const Program pp = Build(
+      {{"kind", "pp"}, {"device", "a100"}, {"model", SmallGpt()}, {"parallel", {{"pp", 2}, {"microbatches", 2}}}});
   for (const Instr& in : Code(pp, 0))
     if (in.op == Op::kCollective) {
       EXPECT_EQ(KernelName(pp, in), "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t");
@@ -488,25 +502,27 @@ TEST(Workload, BadSpecsNameTheField) {
   with("NVLink on a GeForce", "field link: RTX3080Ti has no NVLink",
        [](json& s) { s["device"] = "3080ti", s["link"] = "nvlink"; });
   with("bad link", "field link: expected", [](json& s) { s["link"] = "ethernet"; });
-  with("negative launch gap", "field cpu.launch_gap_us: expected a non-negative number",
-       [](json& s) { s["cpu"] = {{"launch_gap_us", -1}}; });
+  with("negative launch gap", "field cpu.launch_gap_us: expected a non-negative number", [](json& s) {
+    s["cpu"] = {{"launch_gap_us", -1}};
+  });
   with("heads not dividing hidden", "field model.heads: 3 does not divide model.hidden",
        [](json& s) { s["model"]["heads"] = 3; });
   with("batch 1 in two chunks", "field model.batch", [](json& s) { s["model"]["batch"] = 1; });
   with("pp on kind tp", "field parallel.pp: only kind pp", [](json& s) { s["parallel"]["pp"] = 2; });
-  with("more stages than layers", "field parallel.pp: 4 stages need at least as many layers",
-       [](json& s) { s["kind"] = "pp", s["parallel"] = {{"pp", 4}}; });
+  with("more stages than layers", "field parallel.pp: 4 stages need at least as many layers", [](json& s) {
+    s["kind"] = "pp", s["parallel"] = {{"pp", 4}};
+  });
   with("offload without experts", "field model.experts: kind offload needs",
        [](json& s) { s["kind"] = "offload", s["parallel"] = json::object(); });
-  with("top_k above experts", "field model.top_k",
-       [](json& s) {
-         s["kind"] = "offload", s["parallel"] = json::object();
-         s["model"]["experts"] = 4, s["model"]["top_k"] = 5, s["model"]["expert_ffn"] = 64;
-       });
+  with("top_k above experts", "field model.top_k", [](json& s) {
+    s["kind"] = "offload", s["parallel"] = json::object();
+    s["model"]["experts"] = 4, s["model"]["top_k"] = 5, s["model"]["expert_ffn"] = 64;
+  });
   with("experts on kind tp", "field model.experts: MoE layers are supported by kind offload only",
        [](json& s) { s["model"]["experts"] = 8; });
-  with("bad partition", "field parallel.partition: expected one of uniform, parameter",
-       [](json& s) { s["kind"] = "pp", s["parallel"] = {{"pp", 2}, {"partition", "greedy"}}; });
+  with("bad partition", "field parallel.partition: expected one of uniform, parameter", [](json& s) {
+    s["kind"] = "pp", s["parallel"] = {{"pp", 2}, {"partition", "greedy"}};
+  });
   with("huge hidden", "field model.hidden: at most 1000000000", [](json& s) { s["model"]["hidden"] = 1e12; });
   with("too many GPUs", "field parallel.tp: at most 4096 GPUs",
        [](json& s) { s["model"]["heads"] = 8192, s["model"]["hidden"] = 8192, s["parallel"]["tp"] = 8192; });
@@ -524,8 +540,9 @@ TEST(Workload, BadSpecsNameTheField) {
 }
 
 TEST(Workload, LoadErrorsNameTheFile) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("emo_workload_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("emo_workload_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   std::filesystem::create_directories(dir);
   const std::string bad = (dir / "tp2.json").string();
   json spec = {{"kind", "tp"}, {"device", "a100"}, {"model", SmallGpt()}, {"parallel", {{"tp", 2}}}};
@@ -555,8 +572,9 @@ TEST(Workload, LoadErrorsNameTheFile) {
 // Every field of every kind goes through the checked reader: a field of the wrong JSON type is
 // one error naming it, from LoadWorkload as from BuildWorkload, never an exception.
 TEST(Workload, LoadRejectsFieldsOfTheWrongType) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("emo_workload_types_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("emo_workload_types_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   std::filesystem::create_directories(dir);
   const json tp = {{"kind", "tp"}, {"device", "a100"}, {"model", SmallGpt()}, {"parallel", {{"tp", 2}}}};
   const json replay = {{"kind", "replay"}, {"device", "a100"}, {"trace", "t.json"}};
@@ -566,26 +584,73 @@ TEST(Workload, LoadRejectsFieldsOfTheWrongType) {
     const char* message;
   };
   const std::vector<Case> cases = {
-      {"kind as a number", {{"kind", 5}, {"device", "a100"}},
+      {"kind as a number",
+       {{"kind", 5}, {"device", "a100"}},
        "field kind: expected one of tp, pp, dp, offload, replay (got 5)"},
       {"kind as an object", {{"kind", {{"tp", 1}}}}, "field kind: expected one of"},
       {"kind null", {{"kind", nullptr}}, "field kind: expected one of"},
-      {"name as an array", [&] { json s = tp; s["name"] = {1, 2}; return s; }(),
+      {"name as an array",
+       [&] {
+         json s = tp;
+         s["name"] = {1, 2};
+         return s;
+       }(),
        "field name: expected a string (got [1,2])"},
-      {"replay name as an array", [&] { json s = replay; s["name"] = json::array(); return s; }(),
+      {"replay name as an array",
+       [&] {
+         json s = replay;
+         s["name"] = json::array();
+         return s;
+       }(),
        "field name: expected a string (got [])"},
-      {"replay description as a number", [&] { json s = replay; s["description"] = 1; return s; }(),
+      {"replay description as a number",
+       [&] {
+         json s = replay;
+         s["description"] = 1;
+         return s;
+       }(),
        "field description: expected a string (got 1)"},
-      {"replay device as a number", [&] { json s = replay; s["device"] = 100; return s; }(),
+      {"replay device as a number",
+       [&] {
+         json s = replay;
+         s["device"] = 100;
+         return s;
+       }(),
        "field device: expected a string (got 100)"},
-      {"replay unknown device", [&] { json s = replay; s["device"] = "v100"; return s; }(),
+      {"replay unknown device",
+       [&] {
+         json s = replay;
+         s["device"] = "v100";
+         return s;
+       }(),
        "field device: unknown device \"v100\""},
-      {"replay trace as an object", [&] { json s = replay; s["trace"] = json::object(); return s; }(),
+      {"replay trace as an object",
+       [&] {
+         json s = replay;
+         s["trace"] = json::object();
+         return s;
+       }(),
        "field trace: expected a string (got {})"},
-      {"replay without a trace", [&] { json s = replay; s.erase("trace"); return s; }(), "field trace: missing"},
-      {"replay with model sizes", [&] { json s = replay; s["model"] = SmallGpt(); return s; }(),
+      {"replay without a trace",
+       [&] {
+         json s = replay;
+         s.erase("trace");
+         return s;
+       }(),
+       "field trace: missing"},
+      {"replay with model sizes",
+       [&] {
+         json s = replay;
+         s["model"] = SmallGpt();
+         return s;
+       }(),
        "field model: unknown field"},
-      {"too many layers", [&] { json s = tp; s["model"]["layers"] = 5000; return s; }(),
+      {"too many layers",
+       [&] {
+         json s = tp;
+         s["model"]["layers"] = 5000;
+         return s;
+       }(),
        "field model.layers: at most 1000 (got 5000)"},
   };
   for (const Case& c : cases) {
@@ -672,12 +737,16 @@ TEST(Validate, AcceptsAndRejects) {
        [](Program* p) { p->ranks[0].threads[0].code[1].op = Op::kCpu; }},
       {"rank 0 thread 0 instr 1 (record): event 1 out of range",
        [](Program* p) { p->ranks[0].threads[0].code[1].event = 1; }},
-      {"rank 0 thread 0 instr 0 (launch): communication kernel", [](Program* p) { p->ranks[0].threads[0].code[0].kernel = 1; }},
+      {"rank 0 thread 0 instr 0 (launch): communication kernel",
+       [](Program* p) { p->ranks[0].threads[0].code[0].kernel = 1; }},
       {"rank 0 thread 0 instr 3 (collective): collective kernel gemm is not an nccl* kernel",
        [](Program* p) { p->ranks[0].threads[0].code[3].kernel = 0; }},
       {"rank 1 thread 0 instr 3 (collective): rank is not a member of group 0",
        [](Program* p) { p->groups[0].ranks = {0}; }},
-      {"group 0 (tp): rank 5 out of range", [](Program* p) { p->groups[0].ranks = {0, 5}; }},
+      {"group 0 (tp): rank 5 out of range",
+       [](Program* p) {
+         p->groups[0].ranks = {0, 5};
+       }},
       {"group 0 (tp): a send/recv group has exactly 2 ranks",
        [](Program* p) { p->groups[0].kind = CollectiveKind::kSendRecv, p->groups[0].ranks = {0}; }},
       {"group 0 (tp): collective 0 has", [](Program* p) { p->ranks[1].threads[0].code[3].bytes = 2e6; }},

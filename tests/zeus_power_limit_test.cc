@@ -7,14 +7,14 @@
 
 #include <cstdlib>
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apply/measurement.h"
-#include "sim/sim_gpu_control.h"
 #include "fake_gpus.h"
 #include "sim/engine.h"
+#include "sim/sim_gpu_control.h"
 #include "sim/workload.h"
 
 namespace emo {
@@ -55,8 +55,8 @@ TEST(ZeusPowerLimit, ScheduleMeasurementsAndZeusCost) {
   ASSERT_EQ(z.state(), ZeusPowerLimitOptimizer::State::kDone);
   // Step 0 is construction (the maximum); step 2 would set 200 W again, which Zeus skips. Each
   // limit then holds 50 steps (10 warm-up + 40 profiled): the next is set at steps 52, 102, ...
-  EXPECT_EQ(Limits(gpus), (std::vector<std::pair<int, double>>{{0, 200}, {52, 175}, {102, 150}, {152, 125},
-                                                             {202, 100}, {252, 150}}));
+  EXPECT_EQ(Limits(gpus),
+            (std::vector<std::pair<int, double>>{{0, 200}, {52, 175}, {102, 150}, {152, 125}, {202, 100}, {252, 150}}));
   // Each window: 40 steps, energy summed over both GPUs.
   ASSERT_EQ(z.measurements().size(), 5u);
   for (const auto& m : z.measurements()) {
@@ -178,7 +178,8 @@ TEST(ZeusPowerLimit, SimulatedChoiceMatchesAnOfflineSweep) {
   ASSERT_EQ(z.state(), ZeusPowerLimitOptimizer::State::kDone);
   EXPECT_TRUE(z.error().empty()) << z.error();
   EXPECT_EQ(gpus.PowerLimitW(0), std::optional<double>(z.optimum_w()));
-  EXPECT_LE(offline[z.optimum_w()], 1.01 * offline[best]) << "online " << z.optimum_w() << " W, offline " << best << " W";
+  EXPECT_LE(offline[z.optimum_w()], 1.01 * offline[best])
+      << "online " << z.optimum_w() << " W, offline " << best << " W";
   // The A100's GEMMs draw more than the lowest limits allow: those limits cost time, and the
   // optimum is neither the lowest limit nor, for η = 0.5, far from the offline one.
   EXPECT_GT(z.optimum_w(), 100);

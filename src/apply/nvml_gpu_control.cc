@@ -52,8 +52,8 @@ struct NvmlGpuControl::Api {
 struct NvmlGpuControl::Gpu {
   nvmlDevice_t handle = nullptr;
   std::string name;
-  std::vector<int> clocks;       // ascending
-  bool locked = false;           // this object locked its clocks
+  std::vector<int> clocks;             // ascending
+  bool locked = false;                 // this object locked its clocks
   unsigned int original_limit_mw = 0;  // the limit before this object changed it; 0: unchanged
 };
 
@@ -133,8 +133,7 @@ std::unique_ptr<NvmlGpuControl> NvmlGpuControl::Open(std::string* err, const std
     unsigned int mem[64], n_mem = 64, gfx[1024], n_gfx = 1024;
     if (a.GetSupportedMemoryClocks(g.handle, &n_mem, mem) == kNvmlSuccess && n_mem > 0) {
       const unsigned int top = *std::max_element(mem, mem + n_mem);
-      if (a.GetSupportedGraphicsClocks(g.handle, top, &n_gfx, gfx) == kNvmlSuccess)
-        g.clocks.assign(gfx, gfx + n_gfx);
+      if (a.GetSupportedGraphicsClocks(g.handle, top, &n_gfx, gfx) == kNvmlSuccess) g.clocks.assign(gfx, gfx + n_gfx);
     }
     std::sort(g.clocks.begin(), g.clocks.end());
     g.clocks.erase(std::unique(g.clocks.begin(), g.clocks.end()), g.clocks.end());
@@ -153,7 +152,8 @@ NvmlGpuControl::~NvmlGpuControl() {
 
 bool NvmlGpuControl::Check(int gpu, int rc, const char* call, std::string* err) const {
   if (rc == kNvmlSuccess) return true;
-  std::string where = gpu >= 0 ? "GPU " + std::to_string(gpu) + " (" + gpus_[static_cast<size_t>(gpu)].name + "): " : "";
+  std::string where =
+      gpu >= 0 ? "GPU " + std::to_string(gpu) + " (" + gpus_[static_cast<size_t>(gpu)].name + "): " : "";
   *err = where + call + ": " + api_->ErrorString(rc);
   if (rc == kNvmlErrorNoPermission) *err += " (clock and power-limit changes need root or CAP_SYS_ADMIN)";
   if (rc == kNvmlErrorGpuIsLost) *err += " (the GPU fell off the bus)";
@@ -204,7 +204,8 @@ bool NvmlGpuControl::RestoreAll(std::string* err) {
     std::string e;
     if (g.locked && !ResetClock(gpu, &e) && ok) ok = false, *err = e;
     if (g.original_limit_mw != 0) {
-      if (Check(gpu, api_->SetPowerManagementLimit(g.handle, g.original_limit_mw), "nvmlDeviceSetPowerManagementLimit", &e))
+      if (Check(gpu, api_->SetPowerManagementLimit(g.handle, g.original_limit_mw), "nvmlDeviceSetPowerManagementLimit",
+                &e))
         g.original_limit_mw = 0;
       else if (ok)
         ok = false, *err = e;
@@ -217,7 +218,8 @@ bool NvmlGpuControl::ResetToDefaults(int gpu, std::string* err) {
   Gpu& g = gpus_[static_cast<size_t>(gpu)];
   unsigned int mw = 0;
   if (!Check(gpu, api_->ResetGpuLockedClocks(g.handle), "nvmlDeviceResetGpuLockedClocks", err) ||
-      !Check(gpu, api_->GetPowerManagementDefaultLimit(g.handle, &mw), "nvmlDeviceGetPowerManagementDefaultLimit", err) ||
+      !Check(gpu, api_->GetPowerManagementDefaultLimit(g.handle, &mw), "nvmlDeviceGetPowerManagementDefaultLimit",
+             err) ||
       !Check(gpu, api_->SetPowerManagementLimit(g.handle, mw), "nvmlDeviceSetPowerManagementLimit", err))
     return false;
   g.locked = false;

@@ -81,9 +81,8 @@ void RealtimeHost::Loop() {
         ++i;
       }
     }
-    std::sort(fire.begin(), fire.end(), [](const Timer& a, const Timer& b) {
-      return a.t_ns != b.t_ns ? a.t_ns < b.t_ns : a.seq < b.seq;
-    });
+    std::sort(fire.begin(), fire.end(),
+              [](const Timer& a, const Timer& b) { return a.t_ns != b.t_ns ? a.t_ns < b.t_ns : a.seq < b.seq; });
     const int first_iteration = iterations_reported_;
     iterations_reported_ += static_cast<int>(iterations.size());
     lock.unlock();

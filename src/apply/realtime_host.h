@@ -49,9 +49,9 @@ class RealtimeHost : public ControllerHost {
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;
-  int iterations_reported_ = 0;  // guarded by mu_
+  int iterations_reported_ = 0;             // guarded by mu_
   std::vector<double> pending_iterations_;  // their times, guarded by mu_
-  std::vector<Timer> timers_;    // guarded by mu_
+  std::vector<Timer> timers_;               // guarded by mu_
   uint64_t timer_seq_ = 0;
 };
 

@@ -31,9 +31,9 @@ struct AnalyzeResult {
   size_t nodes = 0, edges = 0;
   BuildReport build;
   Analysis analysis;
-  double pack_ms = 0;       // --pack-ms
+  double pack_ms = 0;  // --pack-ms
   PackSummary packing;
-  double seconds = 0;       // load to report
+  double seconds = 0;  // load to report
 };
 
 Json CountsJson(const SpanStats& s) {
@@ -101,8 +101,8 @@ Json ToJson(const AnalyzeResult& res) {
     x["waits"] = {{"exact", br.waits_exact}, {"inferred", br.waits_inferred}, {"unresolved", br.waits_unresolved}};
     x["collectives"] = {{"matched", br.collectives_matched}, {"unmatched", br.collectives_unmatched}};
     x["ops_without_launch"] = br.ops_without_launch;
-    x["cross_thread"] = {{"inferred", br.handoffs_inferred}, {"autograd", br.handoffs_autograd},
-                         {"dropped", br.handoffs_dropped}};
+    x["cross_thread"] = {
+        {"inferred", br.handoffs_inferred}, {"autograd", br.handoffs_autograd}, {"dropped", br.handoffs_dropped}};
     Json bg = Json::array();
     for (const auto& b : br.background) bg.push_back({{"tid", b.tid}, {"calls", b.calls}, {"reason", b.reason}});
     x["background_threads"] = bg;
@@ -120,13 +120,17 @@ Json ToJson(const AnalyzeResult& res) {
   for (int k = 0; k < kNodeKinds; ++k) by_kind[NodeKindName(static_cast<NodeKind>(k))] = cp.by_kind_ms[k];
   Json by_lane = Json::array();
   for (const auto& l : cp.by_lane) by_lane.push_back({{"lane", l.name}, {"ms", l.ms}});
-  j["critical_path"] = {{"ms", cp.total_ms}, {"nodes", cp.nodes}, {"by_kind_ms", by_kind},
-                        {"edge_latency_ms", cp.edge_latency_ms}, {"idle_ms", cp.idle_ms}, {"by_lane_ms", by_lane}};
+  j["critical_path"] = {{"ms", cp.total_ms},     {"nodes", cp.nodes},
+                        {"by_kind_ms", by_kind}, {"edge_latency_ms", cp.edge_latency_ms},
+                        {"idle_ms", cp.idle_ms}, {"by_lane_ms", by_lane}};
   const Analysis& a = res.analysis;
   Json its = Json::array();
   for (const IterationPath& ip : a.iteration_paths)
-    its.push_back({{"rank", res.ranks[ip.rank].rank}, {"step", ip.step}, {"start_ms", ip.start_ms},
-                   {"ms", ip.path.total_ms}, {"by_lane", LaneShares(ip.path)}});
+    its.push_back({{"rank", res.ranks[ip.rank].rank},
+                   {"step", ip.step},
+                   {"start_ms", ip.start_ms},
+                   {"ms", ip.path.total_ms},
+                   {"by_lane", LaneShares(ip.path)}});
   j["critical_path_per_iteration"] = {{"steady_iterations", a.steady_iterations},
                                       {"mean_ms", a.steady_path.total_ms},
                                       {"edge_latency_ms", a.steady_path.edge_latency_ms},
@@ -158,10 +162,11 @@ void PrintSpan(const std::string& title, const SpanStats& s) {
   fmt::print("  GPU op start error: median {:.1f} us, p95 {:.1f} us\n", s.start_error_p50_us, s.start_error_p95_us);
   fmt::print("  iterations {}, mean observed {:.3f} ms\n", s.iterations, s.iteration_ms);
   const SlackStats& sl = s.slack;
-  fmt::print("  GPU kernel time {:.3f} ms: {:.1f} % off the critical path, {:.1f} % with slack >= 1 ms, {:.1f} % "
-             "with slack >= 5 ms\n",
-             sl.kernel_ms, 100 * sl.Share(sl.off_critical_ms), 100 * sl.Share(sl.slack_ge_1ms_ms),
-             100 * sl.Share(sl.slack_ge_5ms_ms));
+  fmt::print(
+      "  GPU kernel time {:.3f} ms: {:.1f} % off the critical path, {:.1f} % with slack >= 1 ms, {:.1f} % "
+      "with slack >= 5 ms\n",
+      sl.kernel_ms, 100 * sl.Share(sl.off_critical_ms), 100 * sl.Share(sl.slack_ge_1ms_ms),
+      100 * sl.Share(sl.slack_ge_5ms_ms));
   const Overlap& o = s.overlap;
   fmt::print("  compute {:.3f} ms, overlapping: communication {:.3f} ms, CPU work {:.3f} ms, other GPUs {:.3f} ms\n",
              o.compute_ms, o.with_comm_ms, o.with_cpu_ms, o.with_other_gpus_ms);
@@ -173,13 +178,15 @@ void PrintText(const AnalyzeResult& res) {
     const RankBuildReport& br = res.build.ranks[r];
     PrintSpan(fmt::format("rank {} ({}{}{})", rk.rank, rk.source, rk.gpu.empty() ? "" : ", ", rk.gpu),
               res.analysis.ranks[r]);
-    fmt::print("  launch latency {:.1f} us, sync return {:.1f} us; waits exact {}, inferred {}, unresolved {}; "
-               "collectives matched {}, unmatched {}\n",
-               br.launch_latency_ns / 1e3, br.sync_return_ns / 1e3, br.waits_exact, br.waits_inferred,
-               br.waits_unresolved, br.collectives_matched, br.collectives_unmatched);
-    fmt::print("  cross-thread hand-offs inferred {} ({} with the autograd thread), dropped {}; "
-               "background threads {}\n",
-               br.handoffs_inferred, br.handoffs_autograd, br.handoffs_dropped, br.background.size());
+    fmt::print(
+        "  launch latency {:.1f} us, sync return {:.1f} us; waits exact {}, inferred {}, unresolved {}; "
+        "collectives matched {}, unmatched {}\n",
+        br.launch_latency_ns / 1e3, br.sync_return_ns / 1e3, br.waits_exact, br.waits_inferred, br.waits_unresolved,
+        br.collectives_matched, br.collectives_unmatched);
+    fmt::print(
+        "  cross-thread hand-offs inferred {} ({} with the autograd thread), dropped {}; "
+        "background threads {}\n",
+        br.handoffs_inferred, br.handoffs_autograd, br.handoffs_dropped, br.background.size());
   }
   if (res.ranks.size() > 1) PrintSpan("total", res.analysis.total);
   const CriticalPathStats& cp = res.analysis.critical_path;
@@ -191,16 +198,18 @@ void PrintText(const AnalyzeResult& res) {
     fmt::print("  {:<32} {:10.3f} ms\n", cp.by_lane[i].name, cp.by_lane[i].ms);
   const Analysis& a = res.analysis;
   const CriticalPathStats& sp = a.steady_path;
-  fmt::print("critical path per steady-state iteration ({} iterations): mean {:.3f} ms, edge latency {:.3f}, idle "
-             "{:.3f} (ms)\n",
-             a.steady_iterations, sp.total_ms, sp.edge_latency_ms, sp.idle_ms);
+  fmt::print(
+      "critical path per steady-state iteration ({} iterations): mean {:.3f} ms, edge latency {:.3f}, idle "
+      "{:.3f} (ms)\n",
+      a.steady_iterations, sp.total_ms, sp.edge_latency_ms, sp.idle_ms);
   for (size_t i = 0; i < sp.by_lane.size() && i < 8; ++i)
     fmt::print("  {:<32} {:10.3f} ms {:5.1f} %\n", sp.by_lane[i].name, sp.by_lane[i].ms,
                sp.total_ms > 0 ? 100 * sp.by_lane[i].ms / sp.total_ms : 0.0);
   const PackSummary& p = res.packing;
-  fmt::print("packing (at most {} ms): {} kernels in {} packs, {} unique; median span {:.3f} ms; {:.1f} % of kernel "
-             "time in packs of several kernels\n",
-             res.pack_ms, p.kernels, p.packs, p.unique, p.median_span_ms, 100 * p.multi_kernel_time_share);
+  fmt::print(
+      "packing (at most {} ms): {} kernels in {} packs, {} unique; median span {:.3f} ms; {:.1f} % of kernel "
+      "time in packs of several kernels\n",
+      res.pack_ms, p.kernels, p.packs, p.unique, p.median_span_ms, 100 * p.multi_kernel_time_share);
   for (const std::string& n : res.build.notes) fmt::print("note: {}\n", n);
   fmt::print("analyzed in {:.3f} s\n", res.seconds);
 }
@@ -215,8 +224,10 @@ int RunAnalyze(const AnalyzeOptions& opt) {
   std::function<void(size_t, size_t, const std::string&, uint64_t)> progress;
   if (opt.progress)
     progress = [](size_t i, size_t n, const std::string& path, uint64_t bytes) {
-      if (bytes == 0) fmt::print(stderr, "emo: loading [{}/{}] {}\n", i + 1, n, path);
-      else fmt::print(stderr, "emo: loading [{}/{}] {}: {} MiB read\n", i + 1, n, path, bytes >> 20);
+      if (bytes == 0)
+        fmt::print(stderr, "emo: loading [{}/{}] {}\n", i + 1, n, path);
+      else
+        fmt::print(stderr, "emo: loading [{}/{}] {}: {} MiB read\n", i + 1, n, path, bytes >> 20);
     };
   if (!ExpandTracePaths(opt.inputs, &files, &err) || !LoadTraces(files, &trace, &err, progress)) {
     fmt::print(stderr, "emo analyze: {}\n", err);
@@ -242,8 +253,10 @@ int RunAnalyze(const AnalyzeOptions& opt) {
   res.packing = Summarize(PackKernels(g, trace.names, replay, PackOptions{opt.pack_ms * 1e6}));
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  if (opt.json) fmt::print("{}\n", ToJson(res).dump(2));
-  else PrintText(res);
+  if (opt.json)
+    fmt::print("{}\n", ToJson(res).dump(2));
+  else
+    PrintText(res);
   return 0;
 }
 

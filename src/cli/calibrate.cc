@@ -16,8 +16,10 @@ namespace emo {
 
 int RunCalibrate(const CalibrateCliOptions& opt) {
   if (opt.device.rfind("sim:", 0) != 0) {
-    fmt::print(stderr, "emo calibrate: --device {}: only simulated devices (sim:a100, sim:h100, sim:a40, sim:3080ti) "
-                       "are supported so far\n", opt.device);
+    fmt::print(stderr,
+               "emo calibrate: --device {}: only simulated devices (sim:a100, sim:h100, sim:a40, sim:3080ti) "
+               "are supported so far\n",
+               opt.device);
     return 1;
   }
   const sim::DeviceSpec* spec = sim::FindDevice(opt.device.substr(4));

@@ -10,8 +10,8 @@ struct CalibrateCliOptions {
   std::string out;                  // PROFILE.json; PROFILE.json.partial holds an unfinished run
   std::string clocks = "13";        // "all", a count spread over the range, or MHz values "210,810,1410"
   uint64_t seed = 1;
-  bool progress = false;            // a progress bar on stderr
-  std::string command;              // the command line, for the provenance
+  bool progress = false;  // a progress bar on stderr
+  std::string command;    // the command line, for the provenance
 };
 
 int RunCalibrate(const CalibrateCliOptions& opt);

@@ -10,8 +10,9 @@
 
 namespace emo {
 
-inline constexpr const char* kGpuBackendUsage = "nvml (default; changes need root) or zeusd (the Zeus daemon at "
-                                                "$ZEUSD_SOCK_PATH, default /var/run/zeusd.sock; token $ZEUSD_TOKEN)";
+inline constexpr const char* kGpuBackendUsage =
+    "nvml (default; changes need root) or zeusd (the Zeus daemon at "
+    "$ZEUSD_SOCK_PATH, default /var/run/zeusd.sock; token $ZEUSD_TOKEN)";
 
 struct GpuBackend {
   std::unique_ptr<NvmlGpuControl> nvml;

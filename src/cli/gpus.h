@@ -8,7 +8,7 @@ namespace emo {
 
 struct GpusOptions {
   bool json = false;
-  bool reset = false;  // unlock clocks and restore default power limits instead of listing
+  bool reset = false;            // unlock clocks and restore default power limits instead of listing
   std::string backend = "nvml";  // "nvml" or "zeusd"
 };
 

@@ -17,19 +17,22 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   emo::AnalyzeOptions analyze;
-  CLI::App* a = app.add_subcommand(
-      "analyze", "Build the execution graph of traces (Kineto JSON[.gz], Nsight Systems SQLite, or a directory "
-                 "of them; one file per rank) and report replay fidelity, critical path, slack and asynchrony");
+  CLI::App* a =
+      app.add_subcommand("analyze",
+                         "Build the execution graph of traces (Kineto JSON[.gz], Nsight Systems SQLite, or a directory "
+                         "of them; one file per rank) and report replay fidelity, critical path, slack and asynchrony");
   a->add_option("traces", analyze.inputs, "trace files or directories")->required();
   a->add_flag("--json", analyze.json, "print one JSON object instead of text");
   a->add_option("--pack-ms", analyze.pack_ms, "longest pack of kernels, ms (packing's Δmax)")
       ->check(CLI::PositiveNumber);
 
   emo::SimOptions sim;
-  CLI::App* s = app.add_subcommand("sim", "Run a workload on simulated GPUs (the default device) and measure time and "
-                                          "energy per iteration through the simulated energy counters");
+  CLI::App* s = app.add_subcommand("sim",
+                                   "Run a workload on simulated GPUs (the default device) and measure time and "
+                                   "energy per iteration through the simulated energy counters");
   s->add_option("--workload", sim.workload, "workload spec JSON (see workloads/)")->required();
-  s->add_option("--device", sim.device, "simulated GPU, overriding the spec's (A100-SXM4-80GB, H100-SXM, RTX3080Ti, A40)");
+  s->add_option("--device", sim.device,
+                "simulated GPU, overriding the spec's (A100-SXM4-80GB, H100-SXM, RTX3080Ti, A40)");
   s->add_option("--policy", sim.policy, "frequency policy JSON: per GPU, clock changes at offsets into each iteration");
   s->add_option("--controller", sim.controller, "an online method run beside the workload: " + emo::MethodUsage());
   s->add_option("--iterations", sim.iterations, "iterations to run")->check(CLI::PositiveNumber);
@@ -37,11 +40,13 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   s->add_option("--seed", sim.seed, "seed of the run-to-run noise");
   s->add_option("--trace", sim.trace_out, "write a Kineto JSON trace (a directory of rank-R.json for several GPUs)");
-  s->add_option("--measure", sim.measure_out, "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iteration_ms, per_gpu, ...)");
+  s->add_option("--measure", sim.measure_out,
+                "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iteration_ms, per_gpu, ...)");
 
   emo::GpusOptions gpus;
-  CLI::App* gp = app.add_subcommand("gpus", "List this machine's NVIDIA GPUs as EMO's NVML (or zeusd) back end sees "
-                                            "them: clocks, power, limits, energy counter, utilisation (read only)");
+  CLI::App* gp = app.add_subcommand("gpus",
+                                    "List this machine's NVIDIA GPUs as EMO's NVML (or zeusd) back end sees "
+                                    "them: clocks, power, limits, energy counter, utilisation (read only)");
   gp->add_flag("--json", gpus.json, "print a JSON array instead of text");
   gp->add_flag("--reset", gpus.reset,
                "unlock every GPU's clocks and restore its default power limit (recovery; needs root; through "
@@ -50,34 +55,39 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"nvml", "zeusd"}));
 
   emo::RunOptions run;
-  CLI::App* r = app.add_subcommand("run", "Run a command on this machine's GPUs, optionally under an online method, "
-                                          "and report its time and energy from the GPUs' counters; clocks are "
-                                          "restored afterwards");
+  CLI::App* r = app.add_subcommand("run",
+                                   "Run a command on this machine's GPUs, optionally under an online method, "
+                                   "and report its time and energy from the GPUs' counters; clocks are "
+                                   "restored afterwards");
   r->add_option("--controller", run.controller,
-                 "online method: " + emo::MethodUsage() +
-                     " (zeus-power-limit needs iteration starts: the command sends a datagram to the Unix socket "
-                     "$EMO_STEP_SOCKET as each begins)");
+                "online method: " + emo::MethodUsage() +
+                    " (zeus-power-limit needs iteration starts: the command sends a datagram to the Unix socket "
+                    "$EMO_STEP_SOCKET as each begins)");
   r->add_option("--policy", run.policy, "frequency policy JSON, played at every iteration start ($EMO_STEP_SOCKET)");
-  r->add_option("--measure", run.measure_out, "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iterations, per_gpu, ...)");
+  r->add_option("--measure", run.measure_out,
+                "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iterations, per_gpu, ...)");
   r->add_option("--backend", run.backend, std::string("GPU back end: ") + emo::kGpuBackendUsage)
       ->check(CLI::IsMember({"nvml", "zeusd"}));
   r->add_option("command", run.command, "the command, after --")->required();
 
   emo::TraceOptions trace;
-  CLI::App* t = app.add_subcommand("trace", "Trace an unmodified CUDA program with EMO's CUPTI injection library: one "
-                                            "Kineto JSON per process in DIR, for emo analyze");
+  CLI::App* t = app.add_subcommand("trace",
+                                   "Trace an unmodified CUDA program with EMO's CUPTI injection library: one "
+                                   "Kineto JSON per process in DIR, for emo analyze");
   t->add_option("-o,--output", trace.out_dir, "directory for the traces (emo-trace-rank<R>.json or -pid<P>.json)")
       ->required();
   t->add_option("command", trace.command, "the command, after --");
 
   emo::CalibrateCliOptions cal;
-  CLI::App* c = app.add_subcommand("calibrate", "Run the 12 microbenchmarks at a spread of SM clocks through the device "
-                                                "interface and write the device profile the pack model needs");
+  CLI::App* c = app.add_subcommand("calibrate",
+                                   "Run the 12 microbenchmarks at a spread of SM clocks through the device "
+                                   "interface and write the device profile the pack model needs");
   c->add_option("--device", cal.device, "sim:a100, sim:h100, sim:a40 or sim:3080ti");
   c->add_option("-o,--output", cal.out, "profile JSON to write (an unfinished run is continued from OUT.partial)")
       ->required();
-  c->add_option("--clocks", cal.clocks, "'all', a count of clocks spread over the range (default 13), or MHz values "
-                                        "'210,810,1410' (the default clock is always added)");
+  c->add_option("--clocks", cal.clocks,
+                "'all', a count of clocks spread over the range (default 13), or MHz values "
+                "'210,810,1410' (the default clock is always added)");
   c->add_option("--seed", cal.seed, "seed of the simulated run-to-run noise");
 
   CLI11_PARSE(app, argc, argv);

@@ -82,7 +82,8 @@ int RunCommand(const RunOptions& opt) {
   }
   setenv(kStepSocketEnv, steps.path().c_str(), 1);
 
-  struct sigaction forward {}, old_int {}, old_term {}, old_hup {};
+  struct sigaction forward {
+  }, old_int{}, old_term{}, old_hup{};
   forward.sa_handler = Forward;
   sigemptyset(&forward.sa_mask);
   sigaction(SIGINT, &forward, &old_int);
@@ -138,8 +139,8 @@ int RunCommand(const RunOptions& opt) {
   if (method) method->Report(&lines, &findings);
   for (const std::string& line : lines) fmt::print("{}\n", line);
   if (!opt.measure_out.empty()) {
-    nlohmann::ordered_json j = {{"command", opt.command}, {"controller", opt.controller}, {"policy", opt.policy},
-                                {"exit_code", code}};
+    nlohmann::ordered_json j = {
+        {"command", opt.command}, {"controller", opt.controller}, {"policy", opt.policy}, {"exit_code", code}};
     if (measured) AddMeasurementJson(m, &j);
     if (method) j[method_spec.entry->json_key] = findings;
     std::ofstream f(opt.measure_out);

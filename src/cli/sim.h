@@ -7,12 +7,12 @@
 namespace emo {
 
 struct SimOptions {
-  std::string workload;   // spec JSON
-  std::string device;     // overrides the spec's device when set
-  std::string policy;     // frequency policy JSON (policy.h), optional
-  std::string controller; // an online method, e.g. "zeus-power-limit:eta=0.5"; optional
+  std::string workload;    // spec JSON
+  std::string device;      // overrides the spec's device when set
+  std::string policy;      // frequency policy JSON (policy.h), optional
+  std::string controller;  // an online method, e.g. "zeus-power-limit:eta=0.5"; optional
   int iterations = 10;
-  int warmup = -1;        // iterations left out of the measurement; -1: 1 when there are several
+  int warmup = -1;  // iterations left out of the measurement; -1: 1 when there are several
   uint64_t seed = 1;
   std::string trace_out;  // Kineto JSON (one rank) or a directory of rank-R.json files
   std::string measure_out;

@@ -70,7 +70,8 @@ int RunTrace(const TraceOptions& opt) {
   setenv("CUDA_INJECTION64_PATH", fs::absolute(library).c_str(), 1);
   setenv("EMO_TRACE_DIR", dir.c_str(), 1);
 
-  struct sigaction forward {}, old_int {}, old_term {}, old_hup {};
+  struct sigaction forward {
+  }, old_int{}, old_term{}, old_hup{};
   forward.sa_handler = ForwardToChild;
   sigemptyset(&forward.sa_mask);
   sigaction(SIGINT, &forward, &old_int);

@@ -10,8 +10,8 @@
 namespace emo {
 namespace {
 
-constexpr int64_t kMaxGpu = 1 << 20;   // far beyond any machine
-constexpr int64_t kMaxMhz = 100000;  // far beyond any SM clock
+constexpr int64_t kMaxGpu = 1 << 20;  // far beyond any machine
+constexpr int64_t kMaxMhz = 100000;   // far beyond any SM clock
 
 }  // namespace
 

@@ -21,12 +21,18 @@ enum class Reading { kEnergy, kPower, kUtilization, kMemoryUtilization, kClock, 
 
 inline const char* ReadingName(Reading r) {
   switch (r) {
-    case Reading::kEnergy: return "energy counter";
-    case Reading::kPower: return "power";
-    case Reading::kUtilization: return "utilisation";
-    case Reading::kMemoryUtilization: return "memory utilisation";
-    case Reading::kClock: return "SM clock";
-    case Reading::kPowerLimit: return "power limit";
+    case Reading::kEnergy:
+      return "energy counter";
+    case Reading::kPower:
+      return "power";
+    case Reading::kUtilization:
+      return "utilisation";
+    case Reading::kMemoryUtilization:
+      return "memory utilisation";
+    case Reading::kClock:
+      return "SM clock";
+    case Reading::kPowerLimit:
+      return "power limit";
   }
   return "?";
 }
@@ -46,11 +52,11 @@ class GpuControl {
   // Telemetry as the driver reports it; std::nullopt when the back end does not offer the reading
   // or the read failed (then error() says why).
   virtual bool Offers(Reading r) const = 0;
-  virtual std::optional<double> EnergyJ(int gpu) const = 0;      // cumulative, updated every few tens of ms
-  virtual std::optional<double> PowerW(int gpu) const = 0;       // as the device samples it
-  virtual std::optional<double> Utilization(int gpu) const = 0;  // fraction of the sample period a kernel ran
+  virtual std::optional<double> EnergyJ(int gpu) const = 0;            // cumulative, updated every few tens of ms
+  virtual std::optional<double> PowerW(int gpu) const = 0;             // as the device samples it
+  virtual std::optional<double> Utilization(int gpu) const = 0;        // fraction of the sample period a kernel ran
   virtual std::optional<double> MemoryUtilization(int gpu) const = 0;  // fraction device memory was busy
-  virtual std::optional<double> ClockMhz(int gpu) const = 0;     // SM clock in effect now
+  virtual std::optional<double> ClockMhz(int gpu) const = 0;           // SM clock in effect now
   virtual std::optional<double> PowerLimitW(int gpu) const = 0;
   // False when the range is unknown.
   virtual bool PowerLimitRange(int gpu, double* min_w, double* max_w) const = 0;

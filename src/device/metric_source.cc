@@ -4,9 +4,12 @@
 namespace emo {
 
 const char* MetricName(Metric m) {
-  static const char* const names[kMetrics] = {"sm_cycles_active", "warps_per_active_cycle", "dram_read_bytes",
-                                              "dram_write_bytes", "l1_bytes", "l2_bytes", "inst_alu", "inst_fma",
-                                              "inst_fp64", "inst_lsu", "inst_tensor"};
+  static const char* const names[kMetrics] = {"sm_cycles_active", "warps_per_active_cycle",
+                                              "dram_read_bytes",  "dram_write_bytes",
+                                              "l1_bytes",         "l2_bytes",
+                                              "inst_alu",         "inst_fma",
+                                              "inst_fp64",        "inst_lsu",
+                                              "inst_tensor"};
   return m >= 0 && m < kMetrics ? names[m] : "?";
 }
 
@@ -27,9 +30,10 @@ const char* MetricCuptiName(Metric m) {
 
 void PackMetrics::Add(const PackMetrics& o) {
   const double cycles = v[kSmCyclesActive] + o.v[kSmCyclesActive];
-  const double warps = cycles > 0 ? (v[kWarpsPerActiveCycle] * v[kSmCyclesActive] +
-                                     o.v[kWarpsPerActiveCycle] * o.v[kSmCyclesActive]) / cycles
-                                  : 0;
+  const double warps =
+      cycles > 0
+          ? (v[kWarpsPerActiveCycle] * v[kSmCyclesActive] + o.v[kWarpsPerActiveCycle] * o.v[kSmCyclesActive]) / cycles
+          : 0;
   for (int m = 0; m < kMetrics; ++m) v[m] += o.v[m];
   v[kWarpsPerActiveCycle] = warps;
   kernels += o.kernels;

@@ -50,10 +50,10 @@ struct KernelRange {
 
 // What profiling cost, for the report beside the paper's "packing makes profiling cheaper".
 struct ProfileCost {
-  int64_t ranges = 0;           // ranges profiled
-  int64_t passes = 0;           // replay passes, summed over ranges
-  int64_t kernels_profiled = 0; // kernel executions under the profiler, summed over passes
-  double overhead_s = 0;        // run time the profiling added
+  int64_t ranges = 0;            // ranges profiled
+  int64_t passes = 0;            // replay passes, summed over ranges
+  int64_t kernels_profiled = 0;  // kernel executions under the profiler, summed over passes
+  double overhead_s = 0;         // run time the profiling added
 };
 
 class MetricSource {

@@ -67,9 +67,7 @@ inline constexpr MicrobenchDef kMicrobenchTable[kMicrobenches] = {
 };
 // clang-format on
 
-inline const char* MicrobenchName(Microbench b) {
-  return b >= 0 && b < kMicrobenches ? kMicrobenchTable[b].name : "?";
-}
+inline const char* MicrobenchName(Microbench b) { return b >= 0 && b < kMicrobenches ? kMicrobenchTable[b].name : "?"; }
 
 // A run of one microbenchmark, launched back to back: when each launch ended, on the device's
 // clock (ns), as CUDA events after every launch would say.

@@ -17,8 +17,10 @@ void Merge(Intervals* v) {
   size_t out = 0;
   for (const auto& iv : *v) {
     if (iv.second <= iv.first) continue;
-    if (out > 0 && iv.first <= (*v)[out - 1].second) (*v)[out - 1].second = std::max((*v)[out - 1].second, iv.second);
-    else (*v)[out++] = iv;
+    if (out > 0 && iv.first <= (*v)[out - 1].second)
+      (*v)[out - 1].second = std::max((*v)[out - 1].second, iv.second);
+    else
+      (*v)[out++] = iv;
   }
   v->resize(out);
 }
@@ -42,7 +44,8 @@ double IntersectLength(const Intervals& a, const Intervals& b) {
 
 double Percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
-  auto k = v.begin() + static_cast<std::ptrdiff_t>(std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size()))));
+  auto k = v.begin() +
+           static_cast<std::ptrdiff_t>(std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size()))));
   std::nth_element(v.begin(), k, v.end());
   return *k;
 }

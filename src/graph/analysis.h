@@ -28,25 +28,25 @@ struct Overlap {
 // moves. Kernels in one chain share their slack, so slack does not add up over kernels; the shares
 // below weigh each kernel by its duration instead.
 struct SlackStats {
-  double kernel_ms = 0;          // sum of compute-kernel durations (concurrent kernels each count)
-  double off_critical_ms = 0;    // ... of kernels with slack > 0 (on no critical path)
-  double slack_ge_1ms_ms = 0;    // ... of kernels with slack >= 1 ms
-  double slack_ge_5ms_ms = 0;    // ... of kernels with slack >= 5 ms, a clock change's least latency
+  double kernel_ms = 0;        // sum of compute-kernel durations (concurrent kernels each count)
+  double off_critical_ms = 0;  // ... of kernels with slack > 0 (on no critical path)
+  double slack_ge_1ms_ms = 0;  // ... of kernels with slack >= 1 ms
+  double slack_ge_5ms_ms = 0;  // ... of kernels with slack >= 5 ms, a clock change's least latency
   double Share(double ms) const { return kernel_ms > 0 ? ms / kernel_ms : 0; }
 };
 
 struct SpanStats {
   std::array<int64_t, kNodeKinds> nodes{};
   std::array<int64_t, kEdgeKinds> edges{};
-  double observed_ms = 0;     // first to last event, as traced
-  double replayed_ms = 0;     // the same span after replaying the graph with measured durations
-  double replay_error = 0;    // (replayed - observed) / observed
+  double observed_ms = 0;         // first to last event, as traced
+  double replayed_ms = 0;         // the same span after replaying the graph with measured durations
+  double replay_error = 0;        // (replayed - observed) / observed
   double start_error_p50_us = 0;  // |replayed - observed| start of GPU ops
   double start_error_p95_us = 0;
   SlackStats slack;
   Overlap overlap;
-  int64_t iterations = 0;     // ProfilerStep/NVTX markers; 1 (the whole trace) when there are none
-  double iteration_ms = 0;    // their mean observed duration
+  int64_t iterations = 0;   // ProfilerStep/NVTX markers; 1 (the whole trace) when there are none
+  double iteration_ms = 0;  // their mean observed duration
 };
 
 // The critical path's length split into what advanced it: node time by kind and by lane, edge
@@ -58,10 +58,10 @@ struct CriticalPathStats {
   double edge_latency_ms = 0;  // launch/sync latencies on the path
   double idle_ms = 0;          // anchored starts the path waits for
   struct Lane {
-    std::string name;          // "rank 0 stream 7", "rank 0 thread 1"
+    std::string name;  // "rank 0 stream 7", "rank 0 thread 1"
     double ms = 0;
   };
-  std::vector<Lane> by_lane;   // descending
+  std::vector<Lane> by_lane;  // descending
   int64_t nodes = 0;
 };
 
@@ -70,18 +70,18 @@ struct CriticalPathStats {
 // holds the nodes of its rank's working (not background) threads that start inside it and the
 // GPU ops they launched; it ends when the last of them finishes in the replay.
 struct IterationPath {
-  size_t rank = 0;             // index into Trace::ranks
+  size_t rank = 0;  // index into Trace::ranks
   int64_t step = -1;
-  double start_ms = 0;         // from the graph origin
-  CriticalPathStats path;      // its length (last work node's finish - start) and how it splits
-  std::vector<uint32_t> nodes; // node ids on it, first to last
+  double start_ms = 0;          // from the graph origin
+  CriticalPathStats path;       // its length (last work node's finish - start) and how it splits
+  std::vector<uint32_t> nodes;  // node ids on it, first to last
 };
 
 struct Analysis {
   std::vector<SpanStats> ranks;
   SpanStats total;
-  CriticalPathStats critical_path;       // to the end of the work (background threads left out)
-  std::vector<uint32_t> critical_nodes;  // node ids, first to last
+  CriticalPathStats critical_path;             // to the end of the work (background threads left out)
+  std::vector<uint32_t> critical_nodes;        // node ids, first to last
   std::vector<IterationPath> iteration_paths;  // every iteration of every rank, in time order per rank
   // The mean over steady-state iterations: every rank's iterations after its first (all of them
   // when a rank has only one). by_lane holds mean ms per lane; total_ms the mean length.

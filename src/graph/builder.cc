@@ -10,13 +10,13 @@ namespace emo {
 
 const char* NodeKindName(NodeKind k) {
   static constexpr const char* kNames[kNodeKinds] = {"cpu_call", "cpu_gap", "kernel", "comm",
-                                                     "memcpy", "memset", "barrier"};
+                                                     "memcpy",   "memset",  "barrier"};
   return kNames[static_cast<int>(k)];
 }
 
 const char* EdgeKindName(EdgeKind k) {
-  static constexpr const char* kNames[kEdgeKinds] = {"thread", "launch", "stream", "event_wait",
-                                                     "sync", "blocking_copy", "collective", "cross_thread"};
+  static constexpr const char* kNames[kEdgeKinds] = {"thread", "launch",        "stream",     "event_wait",
+                                                     "sync",   "blocking_copy", "collective", "cross_thread"};
   return kNames[static_cast<int>(k)];
 }
 
@@ -45,8 +45,8 @@ class Draft {
   std::vector<EdgeRec> edges;
   std::vector<uint32_t> thread_next;  // next node on the same CPU thread, or kNone
 
-  uint32_t AddNode(NodeKind k, int32_t rank, int64_t lane, uint32_t name, int32_t source,
-                   double dur, double anchor, double obs_start, double obs_end) {
+  uint32_t AddNode(NodeKind k, int32_t rank, int64_t lane, uint32_t name, int32_t source, double dur, double anchor,
+                   double obs_start, double obs_end) {
     g.kind.push_back(k);
     g.rank.push_back(rank);
     g.lane.push_back(lane);
@@ -78,7 +78,6 @@ struct RankIndex {
   std::vector<uint32_t> op_node;  // GpuOp index -> node id
 };
 
-
 class RankBuilder {
  public:
   RankBuilder(const Trace& t, int32_t r, int64_t origin, Draft* d, RankBuildReport* rep)
@@ -106,7 +105,7 @@ class RankBuilder {
 
   std::vector<uint32_t> op_node_;
   std::vector<uint32_t> call_node_;
-  std::vector<uint32_t> ops_by_corr_;   // op indices sorted by correlation
+  std::vector<uint32_t> ops_by_corr_;  // op indices sorted by correlation
   std::vector<std::pair<int64_t, uint32_t>> calls_by_corr_;
   std::vector<std::pair<uint32_t, uint32_t>> call_ops_;  // per call: its ops, a range in ops_by_corr_
   std::vector<uint32_t> launch_call_;                    // per op: the call that launched it, or kNone
@@ -119,10 +118,10 @@ class RankBuilder {
   std::vector<bool> op_awaits_event_;
   std::unordered_set<uint64_t> event_edges_;  // (src op << 32 | dst op) already joined by a wait
   std::vector<double> return_samples_;
-  std::vector<size_t> sync_edges_;           // indices into d_->edges whose latency is the sync return
+  std::vector<size_t> sync_edges_;  // indices into d_->edges whose latency is the sync return
   struct Gap {
-    uint32_t gap, next;      // gap node and the call node after it
-    int64_t start, end;      // ns
+    uint32_t gap, next;  // gap node and the call node after it
+    int64_t start, end;  // ns
     uint32_t thread;
   };
   std::vector<Gap> gaps_;
@@ -132,8 +131,8 @@ int64_t RankBuilder::LastOpBefore(int64_t stream, int64_t corr) const {
   auto it = streams_.find(stream);
   if (it == streams_.end()) return -1;
   const auto& v = it->second;
-  auto pos = std::lower_bound(v.begin(), v.end(), corr,
-                              [&](uint32_t i, int64_t c) { return rt_.ops[i].correlation < c; });
+  auto pos =
+      std::lower_bound(v.begin(), v.end(), corr, [&](uint32_t i, int64_t c) { return rt_.ops[i].correlation < c; });
   if (pos == v.begin()) return -1;
   return *(pos - 1);
 }
@@ -142,8 +141,8 @@ int64_t RankBuilder::FirstOpAfter(int64_t stream, int64_t corr) const {
   auto it = streams_.find(stream);
   if (it == streams_.end()) return -1;
   const auto& v = it->second;
-  auto pos = std::upper_bound(v.begin(), v.end(), corr,
-                              [&](int64_t c, uint32_t i) { return c < rt_.ops[i].correlation; });
+  auto pos =
+      std::upper_bound(v.begin(), v.end(), corr, [&](int64_t c, uint32_t i) { return c < rt_.ops[i].correlation; });
   if (pos == v.end()) return -1;
   return *pos;
 }
@@ -160,9 +159,10 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
   op_node_.resize(rt_.ops.size());
   for (uint32_t i = 0; i < rt_.ops.size(); ++i) {
     const GpuOp& o = rt_.ops[i];
-    NodeKind k = o.kind == GpuOpKind::kMemcpy ? NodeKind::kMemcpy
+    NodeKind k = o.kind == GpuOpKind::kMemcpy   ? NodeKind::kMemcpy
                  : o.kind == GpuOpKind::kMemset ? NodeKind::kMemset
-                 : o.is_comm ? NodeKind::kComm : NodeKind::kKernel;
+                 : o.is_comm                    ? NodeKind::kComm
+                                                : NodeKind::kKernel;
     op_node_[i] = d_->AddNode(k, r_, o.stream, o.name, static_cast<int32_t>(i),
                               static_cast<double>(o.end_ns - o.start_ns), kNoAnchor, Rel(o.start_ns), Rel(o.end_ns));
     streams_[o.stream].push_back(i);
@@ -220,12 +220,13 @@ bool RankBuilder::Build(RankIndex* index, std::string* err) {
       Class k = class_of(i);
       if (j > 0 && rt_.ops[s[j - 1]].end_ns > c.start_ns) {
         // Queued behind its predecessor: the GPU's own gap between back-to-back ops.
-        if (rt_.ops[s[j - 1]].end_ns > c.end_ns + 50'000) gaps.push_back(static_cast<double>(rt_.ops[i].start_ns - rt_.ops[s[j - 1]].end_ns));
+        if (rt_.ops[s[j - 1]].end_ns > c.end_ns + 50'000)
+          gaps.push_back(static_cast<double>(rt_.ops[i].start_ns - rt_.ops[s[j - 1]].end_ns));
         continue;
       }
       if (k == kSyncCopy) continue;
-      samples[k].push_back(static_cast<double>(k == kPageableCopy ? rt_.ops[i].end_ns - c.end_ns
-                                                                  : rt_.ops[i].start_ns - c.end_ns));
+      samples[k].push_back(
+          static_cast<double>(k == kPageableCopy ? rt_.ops[i].end_ns - c.end_ns : rt_.ops[i].start_ns - c.end_ns));
     }
   }
   rep_->launch_latency_ns = Median(samples[kKernelLaunch], 0.0);
@@ -254,14 +255,15 @@ bool RankBuilder::BuildThreads(std::string* err) {
   call_node_.assign(rt_.calls.size(), kNone);
   for (uint32_t i = 0; i < rt_.calls.size(); ++i)
     if (rt_.calls[i].correlation >= 0) calls_by_corr_.emplace_back(rt_.calls[i].correlation, i);
-  if (!std::is_sorted(calls_by_corr_.begin(), calls_by_corr_.end())) std::sort(calls_by_corr_.begin(), calls_by_corr_.end());
+  if (!std::is_sorted(calls_by_corr_.begin(), calls_by_corr_.end()))
+    std::sort(calls_by_corr_.begin(), calls_by_corr_.end());
   for (size_t i = 1; i < calls_by_corr_.size(); ++i) {
     if (calls_by_corr_[i].first == calls_by_corr_[i - 1].first) {
       const CpuCall& a = rt_.calls[calls_by_corr_[i - 1].second];
       const CpuCall& b = rt_.calls[calls_by_corr_[i].second];
       *err = rt_.source + ": duplicate correlation id " + std::to_string(a.correlation) + ": API calls '" +
-             names_.Get(a.name) + "' at " + std::to_string(a.start_ns) + " ns and '" + names_.Get(b.name) +
-             "' at " + std::to_string(b.start_ns) + " ns";
+             names_.Get(a.name) + "' at " + std::to_string(a.start_ns) + " ns and '" + names_.Get(b.name) + "' at " +
+             std::to_string(b.start_ns) + " ns";
       return false;
     }
   }
@@ -272,7 +274,8 @@ bool RankBuilder::BuildThreads(std::string* err) {
   for (const auto& [corr, ci] : calls_by_corr_) {
     while (k < ops_by_corr_.size() && rt_.ops[ops_by_corr_[k]].correlation < corr) ++k;
     size_t begin = k;
-    for (; k < ops_by_corr_.size() && rt_.ops[ops_by_corr_[k]].correlation == corr; ++k) launch_call_[ops_by_corr_[k]] = ci;
+    for (; k < ops_by_corr_.size() && rt_.ops[ops_by_corr_[k]].correlation == corr; ++k)
+      launch_call_[ops_by_corr_[k]] = ci;
     call_ops_[ci] = {static_cast<uint32_t>(begin), static_cast<uint32_t>(k)};
   }
   // Thread chains: call -> gap -> call. A call inside the previous one (a driver call made by a
@@ -297,8 +300,8 @@ bool RankBuilder::BuildThreads(std::string* err) {
       prev = gap;
     }
     uint32_t n = d_->AddNode(NodeKind::kCpuCall, r_, c.thread, c.name, static_cast<int32_t>(i),
-                             static_cast<double>(c.end_ns - start), prev == kNone ? Rel(start) : kNoAnchor,
-                             Rel(start), Rel(c.end_ns));
+                             static_cast<double>(c.end_ns - start), prev == kNone ? Rel(start) : kNoAnchor, Rel(start),
+                             Rel(c.end_ns));
     if (prev != kNone && d_->g.kind[prev] == NodeKind::kCpuGap) gaps_.push_back({prev, n, prev_end, start, c.thread});
     if (prev != kNone) {
       d_->AddEdge(prev, n, EdgeKind::kThread);
@@ -376,14 +379,14 @@ void RankBuilder::BuildWaits() {
         break;
       case CallKind::kStreamSync:
       case CallKind::kEventSync: {
-        const SyncRecord* s = FindSync(c.correlation, c.kind == CallKind::kStreamSync ? SyncKind::kStreamSync
-                                                                                       : SyncKind::kEventSync);
+        const SyncRecord* s =
+            FindSync(c.correlation, c.kind == CallKind::kStreamSync ? SyncKind::kStreamSync : SyncKind::kEventSync);
         if (s && c.kind == CallKind::kStreamSync && s->stream >= 0) {
           awaited.push_back(LastOpBefore(s->stream, c.correlation));
           ++rep_->waits_exact;
         } else if (s && c.kind == CallKind::kEventSync && s->wait_on_stream >= 0) {
-          awaited.push_back(LastOpBefore(s->wait_on_stream, s->record_correlation >= 0 ? s->record_correlation
-                                                                                       : c.correlation));
+          awaited.push_back(
+              LastOpBefore(s->wait_on_stream, s->record_correlation >= 0 ? s->record_correlation : c.correlation));
           ++rep_->waits_exact;
         } else {
           awaited.push_back(InferAwaited(c));
@@ -434,8 +437,10 @@ void RankBuilder::BuildWaits() {
           }
           if (last_record_corr >= 0) {
             // The awaited stream is the one this thread launched to before its latest record.
-            auto it = std::lower_bound(calls_by_corr_.begin(), calls_by_corr_.end(), std::make_pair(last_record_corr, 0u));
-            int64_t rec_stream = it != calls_by_corr_.end() && it->first == last_record_corr ? last_launch_stream_[it->second] : -1;
+            auto it =
+                std::lower_bound(calls_by_corr_.begin(), calls_by_corr_.end(), std::make_pair(last_record_corr, 0u));
+            int64_t rec_stream =
+                it != calls_by_corr_.end() && it->first == last_record_corr ? last_launch_stream_[it->second] : -1;
             if (rec_stream == waiting) {  // same stream: already ordered
               ++rep_->waits_inferred;
               break;
@@ -596,15 +601,15 @@ void JoinCollectives(const Trace& t, const std::vector<RankIndex>& idx, Draft* d
         d->AddEdge(b, node, EdgeKind::kCollective);
         // The measured kernel time includes waiting for the last peer; the transfer itself runs
         // from the last arrival to this rank's end.
-        if (shared_clock)
-          d->g.duration[node] = std::clamp(d->g.observed_end[node] - arrive, 0.0, d->g.duration[node]);
+        if (shared_clock) d->g.duration[node] = std::clamp(d->g.observed_end[node] - arrive, 0.0, d->g.duration[node]);
         ++rep->ranks[r].collectives_matched;
       }
     }
   }
   if (mismatched_names > 0)
-    rep->notes.push_back(std::to_string(mismatched_names) +
-                         " matched collective kernels differ in name across ranks: check that the ranks' traces cover the same steps");
+    rep->notes.push_back(
+        std::to_string(mismatched_names) +
+        " matched collective kernels differ in name across ranks: check that the ranks' traces cover the same steps");
 }
 
 // Orders nodes topologically (Kahn) and writes the CSR graph. Fails on a cycle, naming it.
@@ -645,9 +650,9 @@ bool Finalize(const Trace& t, Draft* d, const std::vector<uint32_t>& redirect, G
     for (size_t i = path.size(); i-- > from;) {
       uint32_t x = path[i];
       const RankTrace& rt = t.ranks[d->g.rank[x]];
-      msg += std::string(NodeKindName(d->g.kind[x])) + " '" + t.names.Get(d->g.name[x]) + "' (" + rt.source +
-             ", " + (IsGpu(d->g.kind[x]) ? "stream " : "thread ") + std::to_string(d->g.lane[x]) + ", t=" +
-             std::to_string(static_cast<int64_t>(d->g.observed_start[x]) + d->g.origin_ns) + " ns)";
+      msg += std::string(NodeKindName(d->g.kind[x])) + " '" + t.names.Get(d->g.name[x]) + "' (" + rt.source + ", " +
+             (IsGpu(d->g.kind[x]) ? "stream " : "thread ") + std::to_string(d->g.lane[x]) +
+             ", t=" + std::to_string(static_cast<int64_t>(d->g.observed_start[x]) + d->g.origin_ns) + " ns)";
       msg += i > from ? " -> " : "";
     }
     *err = msg;
@@ -702,7 +707,8 @@ bool BuildGraph(const Trace& trace, Graph* graph, BuildReport* report, std::stri
   if (origin == INT64_MAX) origin = 0;
   d.g.origin_ns = origin;
   size_t nodes = 0, edges = 0;
-  for (const RankTrace& rt : trace.ranks) nodes += 2 * rt.calls.size() + rt.ops.size(), edges += 2 * rt.calls.size() + 3 * rt.ops.size();
+  for (const RankTrace& rt : trace.ranks)
+    nodes += 2 * rt.calls.size() + rt.ops.size(), edges += 2 * rt.calls.size() + 3 * rt.ops.size();
   for (auto* v : {&d.g.duration, &d.g.anchor, &d.g.observed_start, &d.g.observed_end}) v->reserve(nodes);
   d.g.kind.reserve(nodes), d.g.rank.reserve(nodes), d.g.lane.reserve(nodes), d.g.name.reserve(nodes);
   d.g.source.reserve(nodes), d.thread_next.reserve(nodes), d.edges.reserve(edges);
@@ -745,7 +751,8 @@ bool BuildGraph(const Trace& trace, Graph* graph, BuildReport* report, std::stri
       {&RankBuildReport::collectives_unmatched,
        "NCCL kernels have no peer among the loaded ranks: their measured time includes waiting for peers; load all "
        "ranks together to separate it"},
-      {&RankBuildReport::ops_without_launch, "GPU ops have no launching call in the trace and keep their observed start"},
+      {&RankBuildReport::ops_without_launch,
+       "GPU ops have no launching call in the trace and keep their observed start"},
   };
   for (const Lack& l : lacks) {
     int64_t total = 0;

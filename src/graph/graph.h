@@ -52,21 +52,21 @@ inline constexpr double kNoAnchor = -std::numeric_limits<double>::infinity();
 struct Graph {
   // Per node, indexed by node id.
   std::vector<NodeKind> kind;
-  std::vector<int32_t> rank;          // index into Trace::ranks
-  std::vector<int64_t> lane;          // GPU: stream id; CPU: thread index; barrier: -1
-  std::vector<uint32_t> name;         // StringTable id (0 for gaps and barriers)
-  std::vector<int32_t> source;        // index into the rank's calls/ops; -1 for gaps and barriers
-  std::vector<double> duration;       // replay duration, ns
-  std::vector<double> anchor;         // earliest start, or kNoAnchor
-  std::vector<double> observed_start; // ns from origin_ns (barriers: latest participant arrival)
+  std::vector<int32_t> rank;           // index into Trace::ranks
+  std::vector<int64_t> lane;           // GPU: stream id; CPU: thread index; barrier: -1
+  std::vector<uint32_t> name;          // StringTable id (0 for gaps and barriers)
+  std::vector<int32_t> source;         // index into the rank's calls/ops; -1 for gaps and barriers
+  std::vector<double> duration;        // replay duration, ns
+  std::vector<double> anchor;          // earliest start, or kNoAnchor
+  std::vector<double> observed_start;  // ns from origin_ns (barriers: latest participant arrival)
   std::vector<double> observed_end;
   // 1 for nodes of background threads (pollers, loggers: see builder.h), which belong to the graph
   // but do not define the iteration's end. May be empty (no background threads).
   std::vector<uint8_t> background;
   // Edges into each node (CSR).
-  std::vector<uint32_t> pred_begin;   // size nodes()+1
+  std::vector<uint32_t> pred_begin;  // size nodes()+1
   std::vector<uint32_t> pred;
-  std::vector<float> pred_latency;    // ns added on the edge
+  std::vector<float> pred_latency;  // ns added on the edge
   std::vector<EdgeKind> pred_kind;
 
   int64_t origin_ns = 0;

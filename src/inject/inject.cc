@@ -23,8 +23,8 @@ constexpr size_t kAlign = 8;
 
 // The activity kinds EMO subscribes to (see cupti_records.h for what each becomes).
 constexpr CUpti_ActivityKind kKinds[] = {
-    CUPTI_ACTIVITY_KIND_RUNTIME,     CUPTI_ACTIVITY_KIND_DRIVER,          CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-    CUPTI_ACTIVITY_KIND_MEMCPY,      CUPTI_ACTIVITY_KIND_MEMCPY2,         CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_RUNTIME,         CUPTI_ACTIVITY_KIND_DRIVER,     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,          CUPTI_ACTIVITY_KIND_MEMCPY2,    CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_CUDA_EVENT, CUPTI_ACTIVITY_KIND_MARKER,
     CUPTI_ACTIVITY_KIND_DEVICE,
 };
@@ -101,8 +101,8 @@ void WriteAtExit() {
   const char* world = std::getenv("WORLD_SIZE");
   if (rank >= 0) r.rank = rank;
   if (world && std::atoi(world) > 0) r.world_size = std::atoi(world);
-  const std::string path = dir + "/emo-trace-" +
-                           (rank >= 0 ? "rank" + std::to_string(rank) : "pid" + std::to_string(getpid())) + ".json";
+  const std::string path =
+      dir + "/emo-trace-" + (rank >= 0 ? "rank" + std::to_string(rank) : "pid" + std::to_string(getpid())) + ".json";
   r.source = path;
   std::string err;
   if (!emo::WriteKinetoJson(g_state->trace, 0, path, &err)) Warn(err);

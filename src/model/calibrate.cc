@@ -11,8 +11,8 @@ namespace emo {
 
 namespace {
 
-constexpr int kProfileLaunches = 12;  // a metrics run: launches 2..11 are profiled (the first warms up)
-constexpr double kSettleS = 0.03;     // beyond the 5-15 ms DVFS latency
+constexpr int kProfileLaunches = 12;     // a metrics run: launches 2..11 are profiled (the first warms up)
+constexpr double kSettleS = 0.03;        // beyond the 5-15 ms DVFS latency
 constexpr double kUpdateMarginS = 0.15;  // room for counter updates on both sides of the window
 
 struct Sample {
@@ -156,8 +156,7 @@ std::vector<int> SpreadClocks(const std::vector<int>& supported, int n) {
   return out;
 }
 
-bool ParseClocks(const std::string& text, const std::vector<int>& supported, std::vector<int>* out,
-                 std::string* err) {
+bool ParseClocks(const std::string& text, const std::vector<int>& supported, std::vector<int>* out, std::string* err) {
   if (text == "all") {
     *out = supported;
     return true;
@@ -266,8 +265,12 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
       cells.time_s[at] = t;
       cells.energy_j[at] = e;
       if (!Append(opt.partial_path,
-                  {{"bench", MicrobenchName(b)}, {"mhz", clocks[c]}, {"time_s", t}, {"energy_j", e},
-                   {"repeats", ts.size()}, {"throttled_mhz", throttled}},
+                  {{"bench", MicrobenchName(b)},
+                   {"mhz", clocks[c]},
+                   {"time_s", t},
+                   {"energy_j", e},
+                   {"repeats", ts.size()},
+                   {"throttled_mhz", throttled}},
                   err))
         return false;
       if (opt.progress) opt.progress(++done, total);

@@ -28,9 +28,9 @@ struct CalibrateOptions {
   double window_s = 0.25;       // steady time measured per run
   double poll_ms = 0.5;
   int min_repeats = 2, max_repeats = 5;
-  double spread = 0.01;         // (max − min) / mean of the repeats' energies
-  std::string partial_path;     // the resume file; "" for none
-  std::string command, date;    // provenance
+  double spread = 0.01;                               // (max − min) / mean of the repeats' energies
+  std::string partial_path;                           // the resume file; "" for none
+  std::string command, date;                          // provenance
   std::function<void(int done, int total)> progress;  // after each measurement
 };
 
@@ -39,8 +39,7 @@ struct CalibrateOptions {
 std::vector<int> SpreadClocks(const std::vector<int>& supported, int n);
 
 // Parses --clocks: "all", a count below 100 ("13"), or MHz values ("210,810,1410") that must be supported.
-bool ParseClocks(const std::string& text, const std::vector<int>& supported, std::vector<int>* out,
-                 std::string* err);
+bool ParseClocks(const std::string& text, const std::vector<int>& supported, std::vector<int>* out, std::string* err);
 
 // Runs the calibration. False with *err when the device failed or a measurement never settled.
 bool Calibrate(BenchDevice& device, const CalibrateOptions& opt, DeviceProfile* out, std::string* err);

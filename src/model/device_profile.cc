@@ -35,8 +35,8 @@ bool CheckProfile(const DeviceProfile& p, std::string* err) {
       if (!std::isfinite(bench.metrics[m]) || bench.metrics[m] < 0)
         return fail(at + ".metrics." + MetricName(static_cast<Metric>(m)) + ": not a finite non-negative number");
     if (bench.time_s.size() != p.clocks_mhz.size())
-      return fail(at + ".time_s: " + std::to_string(bench.time_s.size()) + " values for " +
-                  std::to_string(p.clocks()) + " clocks");
+      return fail(at + ".time_s: " + std::to_string(bench.time_s.size()) + " values for " + std::to_string(p.clocks()) +
+                  " clocks");
     if (bench.energy_j.size() != p.clocks_mhz.size())
       return fail(at + ".energy_j: " + std::to_string(bench.energy_j.size()) + " values for " +
                   std::to_string(p.clocks()) + " clocks");

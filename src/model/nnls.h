@@ -16,10 +16,10 @@ struct NnlsOptions {
 };
 
 struct NnlsResult {
-  int iterations = 0;     // outer iterations taken
-  bool converged = false; // false when the cap was hit (x is then feasible but maybe not optimal)
-  double residual = 0;    // ‖A x − b‖₂
-  double tol = 0;         // the tolerance used
+  int iterations = 0;      // outer iterations taken
+  bool converged = false;  // false when the cap was hit (x is then feasible but maybe not optimal)
+  double residual = 0;     // ‖A x − b‖₂
+  double tol = 0;          // the tolerance used
 };
 
 // A solver for m×n problems that keeps its scratch between calls (no allocation per solve once

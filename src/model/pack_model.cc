@@ -70,8 +70,8 @@ bool PackModel::Predict(const PackMetrics& m, const PackObservation& obs, PackFi
   }
   const double f0 = obs.mhz > 0 ? obs.mhz : default_mhz_;
   if (f0 < clocks_mhz_.front() - 0.5 || f0 > clocks_mhz_.back() + 0.5) {
-    *err = "clock " + std::to_string(f0) + " MHz is outside the profiled " + std::to_string(clocks_mhz_.front()) +
-           "-" + std::to_string(clocks_mhz_.back()) + " MHz";
+    *err = "clock " + std::to_string(f0) + " MHz is outside the profiled " + std::to_string(clocks_mhz_.front()) + "-" +
+           std::to_string(clocks_mhz_.back()) + " MHz";
     return false;
   }
   *fit = PackFit();

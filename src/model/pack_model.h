@@ -76,9 +76,9 @@ class PackModel {
 
   std::vector<int> clocks_mhz_;
   int default_mhz_ = 0;
-  std::vector<int> rows_;         // metric per fitted row
-  std::vector<double> row_scale_; // 1 / norm of the row over the microbenchmarks
-  std::vector<double> b_matrix_;  // scaled B, rows × kMicrobenches, row-major
+  std::vector<int> rows_;              // metric per fitted row
+  std::vector<double> row_scale_;      // 1 / norm of the row over the microbenchmarks
+  std::vector<double> b_matrix_;       // scaled B, rows × kMicrobenches, row-major
   std::vector<double> time_, energy_;  // [bench * clocks + clock]
   std::vector<double> idle_power_w_;
   NnlsSolver nnls_;

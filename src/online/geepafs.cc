@@ -195,9 +195,12 @@ Geepafs::Geepafs(GpuControl* gpus, const GeepafsOptions& options) : gpus_(gpus),
     const std::string name = gpus_->Name(g);
     double min_set = o_.min_set_mhz;
     if (min_set <= 0) {
-      if (name.find("A100") != std::string::npos) min_set = 1110;
-      else if (name.find("V100") != std::string::npos) min_set = 952;
-      else min_set = s.max * 1110.0 / 1410.0;
+      if (name.find("A100") != std::string::npos)
+        min_set = 1110;
+      else if (name.find("V100") != std::string::npos)
+        min_set = 952;
+      else
+        min_set = s.max * 1110.0 / 1410.0;
     }
     s.min_set = RoundUp(s.supported, std::min<double>(min_set, s.max));
     for (int i = 0; i < 4; ++i) s.probes.push_back(RoundUp(s.supported, s.min_set + i * (s.max - s.min_set) / 3.0));
@@ -230,8 +233,7 @@ void Geepafs::Tick(double /*now_ns*/) {
     s.util[s.util_next] = u;
     s.util_next = (s.util_next + 1) % s.util.size();
     util_total += s.util_sum / static_cast<double>(s.util.size());
-    if (phase_ >= 1 && phase_ <= kProbeTicks)
-      s.samples.push_back({kZigZag[phase_ - 1], *clock, u, 100 * *mem, *power});
+    if (phase_ >= 1 && phase_ <= kProbeTicks) s.samples.push_back({kZigZag[phase_ - 1], *clock, u, 100 * *mem, *power});
   }
   if (phase_ < 0) {  // at the chosen clock: wait for the re-probe timer
     if (--timer_ > 0) return;
@@ -275,9 +277,9 @@ void Geepafs::Report(std::vector<std::string>* lines, nlohmann::ordered_json* fi
   for (size_t g = 0; g < gpus_state_.size(); ++g) {
     const GpuState& s = gpus_state_[g];
     findings->push_back({{"gpu", g}, {"probes_mhz", s.probes}, {"choices_mhz", s.choices}});
-    lines->push_back(fmt::format("geepafs: GPU {} probed {} and chose {}", g, fmt::join(s.probes, "/"),
-                                 s.choices.empty() ? std::string("nothing yet")
-                                                   : fmt::format("{}", fmt::join(s.choices, ", "))));
+    lines->push_back(
+        fmt::format("geepafs: GPU {} probed {} and chose {}", g, fmt::join(s.probes, "/"),
+                    s.choices.empty() ? std::string("nothing yet") : fmt::format("{}", fmt::join(s.choices, ", "))));
   }
 }
 

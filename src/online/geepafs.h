@@ -19,7 +19,7 @@ struct GeepafsOptions {
   double perf_threshold = 0.90;  // p: the share of full-clock performance to keep (0.95/0.90/0.85 upstream)
   double period_ms = 200;
   double reprobe_s = 15;
-  int util_window = 16;          // samples in the moving average of GPU utilisation
+  int util_window = 16;  // samples in the moving average of GPU utilisation
   double reg_err_threshold = 100;
   // The lowest clock GEEPAFS sets and its first probe (upstream "freqAvgEff"). 0: upstream's
   // value for A100 (1110 MHz) and V100 (952 MHz); other GPUs, which upstream leaves to the user,
@@ -33,8 +33,8 @@ bool ParseGeepafsOptions(const MethodOptions& m, GeepafsOptions* out, std::strin
 // One reading of the probe: the clock that was set during the period it covers, and what the
 // driver reported at its end.
 struct GeepafsSample {
-  int probe = 0;               // index of the probe clock that was set
-  double measured_mhz = 0;     // SM clock reported
+  int probe = 0;            // index of the probe clock that was set
+  double measured_mhz = 0;  // SM clock reported
   double gpu_util_pct = 0;
   double mem_util_pct = 0;
   double power_w = 0;
@@ -42,10 +42,10 @@ struct GeepafsSample {
 
 // The decision at the end of a probe, in MHz before clamping and rounding (exposed for tests).
 struct GeepafsDecision {
-  double bound = 0;  // lowest clock predicted to keep p of full-clock performance
-  double cap = 0;    // utilisation-based cap: a GPU that idles needs less than fmax
-  double eff = 0;    // probe with the most predicted performance per watt
-  double chosen = 0; // max(min(bound, cap), eff)
+  double bound = 0;   // lowest clock predicted to keep p of full-clock performance
+  double cap = 0;     // utilisation-based cap: a GPU that idles needs less than fmax
+  double eff = 0;     // probe with the most predicted performance per watt
+  double chosen = 0;  // max(min(bound, cap), eff)
 };
 GeepafsDecision GeepafsDecide(const std::vector<GeepafsSample>& samples, const std::vector<int>& probes_mhz,
                               double max_mhz, double min_set_mhz, double p, double reg_err_threshold);
@@ -65,7 +65,7 @@ class Geepafs : public OnlineMethod {
 
  private:
   struct GpuState {
-    std::vector<int> probes;     // 4 clocks, ascending
+    std::vector<int> probes;  // 4 clocks, ascending
     int min_set = 0, max = 0;
     std::vector<int> supported;  // ascending
     std::vector<double> util;    // the moving-average window, ring
@@ -79,8 +79,8 @@ class Geepafs : public OnlineMethod {
   GpuControl* gpus_;
   GeepafsOptions o_;
   std::vector<GpuState> gpus_state_;
-  int phase_ = 0;       // ticks into the current probe; -1 outside probing
-  int timer_ = 0;       // ticks left until the next probe, outside probing
+  int phase_ = 0;  // ticks into the current probe; -1 outside probing
+  int timer_ = 0;  // ticks left until the next probe, outside probing
 };
 
 }  // namespace emo

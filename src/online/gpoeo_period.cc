@@ -80,8 +80,7 @@ std::vector<double> ApproximateLcm(const std::vector<double>& factors, double mi
       worst = std::max(worst, std::abs(lcm / f - whole) / whole);
     }
     if (worst >= tolerance) continue;
-    if (!out.empty() && (lcm / out[0] > 1.3 || out.size() >= factors.size() || out.back() - out[0] > 0.6 * fmax))
-      break;
+    if (!out.empty() && (lcm / out[0] > 1.3 || out.size() >= factors.size() || out.back() - out[0] > 0.6 * fmax)) break;
     out.push_back(lcm);
   }
   return out;
@@ -91,10 +90,14 @@ std::vector<double> ApproximateLcm(const std::vector<double>& factors, double mi
 
 const char* GpoeoVerdictName(GpoeoVerdict v) {
   switch (v) {
-    case GpoeoVerdict::kPeriodic: return "periodic";
-    case GpoeoVerdict::kAperiodic: return "aperiodic";
-    case GpoeoVerdict::kFlat: return "flat";
-    case GpoeoVerdict::kUnstable: return "unstable";
+    case GpoeoVerdict::kPeriodic:
+      return "periodic";
+    case GpoeoVerdict::kAperiodic:
+      return "aperiodic";
+    case GpoeoVerdict::kFlat:
+      return "flat";
+    case GpoeoVerdict::kUnstable:
+      return "unstable";
   }
   return "?";
 }
@@ -157,8 +160,8 @@ double GpoeoScore(const std::vector<double>& x, double dt_s, double t_s, double 
     std::vector<double> grouped;
     for (size_t i = 0; i < pair_scores.size(); i += each) {
       const size_t end = std::min(i + each, pair_scores.size());
-      grouped.push_back(*std::max_element(pair_scores.begin() + static_cast<long>(i),
-                                          pair_scores.begin() + static_cast<long>(end)));
+      grouped.push_back(
+          *std::max_element(pair_scores.begin() + static_cast<long>(i), pair_scores.begin() + static_cast<long>(end)));
     }
     pair_scores = grouped;
   }
@@ -357,7 +360,7 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
     r.reason = "the estimates on suffixes disagree";
   } else {
     r.reason = duration < o.stable_periods * r.period_s ? "fewer than 5.3 periods measured"
-                                                       : "the estimates on suffixes disagree (not yet decisive)";
+                                                        : "the estimates on suffixes disagree (not yet decisive)";
   }
   return r;
 }

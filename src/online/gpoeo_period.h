@@ -13,19 +13,19 @@ namespace emo {
 constexpr double kGpoeoSampleMs = 100;
 
 struct GpoeoPeriodOptions {
-  double t_up_bound_s = 15;      // TUpBound, the longest period considered (§1: initially 15 s)
-  double peak_ratio = 0.6;       // keep spectral peaks above this share of the strongest (§2 Candidates 1)
-  int max_candidates = 6;        // (§2 Candidates 1)
+  double t_up_bound_s = 15;  // TUpBound, the longest period considered (§1: initially 15 s)
+  double peak_ratio = 0.6;   // keep spectral peaks above this share of the strongest (§2 Candidates 1)
+  int max_candidates = 6;    // (§2 Candidates 1)
   // Candidates shorter than this many sample intervals are replaced by approximate common multiples
   // (§2 Candidates 2). GPOEO's bound is 0.4 s at its 100 ms sampling, i.e. 4 samples; kept as a
   // count of samples so that finer sampling resolves shorter periods.
   double short_period_samples = 4;
-  double lcm_tolerance = 0.10;   // a multiple fits a short candidate to within 10 % (§2 Candidates 2)
+  double lcm_tolerance = 0.10;  // a multiple fits a short candidate to within 10 % (§2 Candidates 2)
   // After a clock change (§2 Candidates 3): -1 lowered, +1 raised; only candidates in [0.8, 1.5]·Tp
   // (lowered) or [0.66, 1.25]·Tp (raised) of the previous period Tp stay. 0: no filter.
   int clock_change = 0;
   double previous_period_s = 0;
-  int refine_rounds = 3;         // (§2 Refinement)
+  int refine_rounds = 3;  // (§2 Refinement)
   int refine_steps = 10;
   double refine_half_width_bins = 0.7;  // ±0.7·(fs/2)/N in frequency
   double refine_min_half_width = 0.15;  // at least ±15 % of T
@@ -52,10 +52,10 @@ struct GpoeoPeriod {
   GpoeoVerdict verdict = GpoeoVerdict::kUnstable;
   bool periodic() const { return verdict == GpoeoVerdict::kPeriodic; }
   double period_s = 0;
-  double score = 0;    // GPOEO's plateau mismatch of the best estimate, % of the mean level (lower is better)
-  double spread = 0;   // (max − min)/mean of the suffix estimates (lower is better)
+  double score = 0;   // GPOEO's plateau mismatch of the best estimate, % of the mean level (lower is better)
+  double spread = 0;  // (max − min)/mean of the suffix estimates (lower is better)
   std::vector<double> estimates_s;  // one per suffix, longest trace first
-  std::string reason;  // why not periodic, in words
+  std::string reason;               // why not periodic, in words
 };
 
 // GPOEO's signal (§2): (p ± SMutil ± MEMutil)/3 with p = 100·P/PowerLimit and utilisations in %,

@@ -37,12 +37,12 @@ MethodEntry Entry(std::string name, std::string options, bool iteration_driven, 
 const std::vector<MethodEntry>& OnlineMethods() {
   static const std::vector<MethodEntry> methods = {
       Entry<ZeusPowerLimitOptimizer, ZeusPowerLimitOptions>(
-          "zeus-power-limit", "eta=0.5|selector=energy|time|zeus-cost|max-slowdown=1.1,wait=1,warmup=10,profile=40,step-w=25",
-          true, {Reading::kEnergy, Reading::kPowerLimit}, ParseZeusPowerLimitOptions),
-      Entry<Geepafs, GeepafsOptions>("geepafs", "p=0.9,min-mhz=F,period-ms=200,reprobe-s=15", false,
-                                     {Reading::kUtilization, Reading::kMemoryUtilization, Reading::kClock,
-                                      Reading::kPower},
-                                     ParseGeepafsOptions),
+          "zeus-power-limit",
+          "eta=0.5|selector=energy|time|zeus-cost|max-slowdown=1.1,wait=1,warmup=10,profile=40,step-w=25", true,
+          {Reading::kEnergy, Reading::kPowerLimit}, ParseZeusPowerLimitOptions),
+      Entry<Geepafs, GeepafsOptions>(
+          "geepafs", "p=0.9,min-mhz=F,period-ms=200,reprobe-s=15", false,
+          {Reading::kUtilization, Reading::kMemoryUtilization, Reading::kClock, Reading::kPower}, ParseGeepafsOptions),
   };
   return methods;
 }

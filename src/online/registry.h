@@ -18,7 +18,7 @@ namespace emo {
 struct MethodEntry {
   std::string name;
   std::string json_key;  // where the measurement JSON keeps its findings: the name with '_' for '-'
-  std::string options;  // usage, e.g. "eta=0.5|selector=energy,...", with the defaults
+  std::string options;   // usage, e.g. "eta=0.5|selector=energy,...", with the defaults
   bool iteration_driven = false;
   std::vector<Reading> needs;
   // Checks the options without a GPU; false with *err naming the bad one.

@@ -17,7 +17,10 @@ bool ParseZeusPowerLimitOptions(const MethodOptions& m, ZeusPowerLimitOptions* o
         *err = m.name + ": selector=" + s + ": expected zeus-cost, energy, time or max-slowdown";
         return false;
       }
-      o.selector = s == "zeus-cost" ? S::kZeusCost : s == "energy" ? S::kEnergy : s == "time" ? S::kTime : S::kMaxSlowdown;
+      o.selector = s == "zeus-cost" ? S::kZeusCost
+                   : s == "energy"  ? S::kEnergy
+                   : s == "time"    ? S::kTime
+                                    : S::kMaxSlowdown;
     } else if (key == "eta") {
       if (!OptionNumber(m.name, item, 0, 1, false, &o.eta, err)) return false;
     } else if (key == "max-slowdown") {
@@ -123,9 +126,12 @@ double ZeusPowerLimitOptimizer::Select() const {
   const double p_max = m[0].limit_w * gpus_->Count();
   auto cost = [&](const Measurement& x) {
     switch (o_.selector) {
-      case S::kEnergy: return x.energy_j;
-      case S::kTime: return x.time_s;
-      default: return o_.eta * x.energy_j + (1 - o_.eta) * p_max * x.time_s;
+      case S::kEnergy:
+        return x.energy_j;
+      case S::kTime:
+        return x.time_s;
+      default:
+        return o_.eta * x.energy_j + (1 - o_.eta) * p_max * x.time_s;
     }
   };
   for (size_t i = 1; i < m.size(); ++i)
@@ -149,9 +155,10 @@ void ZeusPowerLimitOptimizer::Report(std::vector<std::string>* lines, nlohmann::
   if (done)
     lines->push_back(fmt::format("zeus-power-limit: profiled {} limits, chose {:.0f} W", profiled.size(), optimum_w_));
   else
-    lines->push_back(fmt::format("zeus-power-limit: profiled {} of {} limits before the run ended (each takes {} "
-                                 "iterations)",
-                                 profiled.size(), limits_.size(), o_.warmup_steps + o_.profile_steps));
+    lines->push_back(
+        fmt::format("zeus-power-limit: profiled {} of {} limits before the run ended (each takes {} "
+                    "iterations)",
+                    profiled.size(), limits_.size(), o_.warmup_steps + o_.profile_steps));
 }
 
 }  // namespace emo

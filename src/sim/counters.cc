@@ -6,7 +6,8 @@ namespace emo::sim {
 void CounterValues::Add(const CounterValues& o) {
   double cycles = sm_cycles_active + o.sm_cycles_active;
   if (cycles > 0)
-    warps_per_active_cycle = (warps_per_active_cycle * sm_cycles_active + o.warps_per_active_cycle * o.sm_cycles_active) / cycles;
+    warps_per_active_cycle =
+        (warps_per_active_cycle * sm_cycles_active + o.warps_per_active_cycle * o.sm_cycles_active) / cycles;
   sm_cycles_active = cycles;
   dram_read_bytes += o.dram_read_bytes;
   dram_write_bytes += o.dram_write_bytes;

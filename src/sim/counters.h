@@ -14,19 +14,19 @@
 namespace emo::sim {
 
 struct CounterValues {
-  double sm_cycles_active = 0;     // summed over SMs
+  double sm_cycles_active = 0;  // summed over SMs
   double warps_per_active_cycle = 0;
   double dram_read_bytes = 0;
   double dram_write_bytes = 0;
   double l1_bytes = 0;
   double l2_bytes = 0;
-  double inst_alu = 0;             // warp-level instructions per pipe
+  double inst_alu = 0;  // warp-level instructions per pipe
   double inst_fma = 0;
   double inst_fp64 = 0;
   double inst_lsu = 0;
   double inst_tensor = 0;
   int64_t kernels = 0;
-  double time_ns = 0;              // summed kernel time
+  double time_ns = 0;  // summed kernel time
 
   // Adds another range (warps averaged over active cycles).
   void Add(const CounterValues& o);

@@ -24,7 +24,7 @@ DeviceSpec A100() {
   d.mem_bandwidth_bps = 2.039e12;
   d.dram_efficiency = 0.95;
   d.sm_count = 108;
-  d.link_bandwidth_bps = 300e9;  // NVLink 3, one direction
+  d.link_bandwidth_bps = 300e9;       // NVLink 3, one direction
   d.tensor_flop_per_sm_cycle = 2048;  // 312 TFLOP/s BF16 dense
   d.fp32_flop_per_sm_cycle = 128;     // 19.5 TFLOP/s
   d.fp64_flop_per_sm_cycle = 64;      // 9.7 TFLOP/s
@@ -71,7 +71,7 @@ DeviceSpec A40() {
   d.dram_efficiency = 0.75;
   d.sm_count = 84;
   d.pcie = true;
-  d.link_bandwidth_bps = 26e9;  // PCIe 4.0 x16
+  d.link_bandwidth_bps = 26e9;        // PCIe 4.0 x16
   d.tensor_flop_per_sm_cycle = 1024;  // 149.7 TFLOP/s BF16 dense
   d.fp32_flop_per_sm_cycle = 256;     // 37.4 TFLOP/s
   d.fp64_flop_per_sm_cycle = 4;
@@ -126,18 +126,18 @@ DeviceSpec H100() {
   d.mem_clock_mhz = 2619;
   d.mem_bandwidth_bps = 3.35e12;
   d.sm_count = 132;
-  d.link_bandwidth_bps = 370e9;  // NVLink 4
+  d.link_bandwidth_bps = 370e9;       // NVLink 4
   d.tensor_flop_per_sm_cycle = 4096;  // 989 TFLOP/s BF16 dense at 1830 MHz
   d.fp32_flop_per_sm_cycle = 256;
   d.fp64_flop_per_sm_cycle = 128;
   d.shared_bytes_per_sm_cycle = 256;  // wgmma reads operands straight from shared memory
   d.l1_bytes_per_sm_cycle = 256;
-  d.l2_bytes_per_cycle = 8192;        // incl. TMA multicast to thread-block clusters
+  d.l2_bytes_per_cycle = 8192;  // incl. TMA multicast to thread-block clusters
   d.v_knee_mhz = 1400;
   const double scale = 700.0 / 500.0;
   for (double* w : {&d.board_w, &d.leakage_w}) *w *= scale;
-  for (double* w : {&d.clock_w, &d.sm_active_w, &d.tensor_w, &d.fp32_w, &d.fp64_w, &d.int_w,
-                    &d.sfu_w, &d.lsu_w, &d.shared_w, &d.l2_w})
+  for (double* w : {&d.clock_w, &d.sm_active_w, &d.tensor_w, &d.fp32_w, &d.fp64_w, &d.int_w, &d.sfu_w, &d.lsu_w,
+                    &d.shared_w, &d.l2_w})
     *w *= scale * 1410.0 / 1980.0;
   d.dram_j_per_byte = 25e-12;
   d.power_limit_min_w = 200;
@@ -160,17 +160,17 @@ DeviceSpec Rtx3080Ti() {
   d.mem_bandwidth_bps = 912e9;
   d.dram_efficiency = 0.85;
   d.sm_count = 80;
-  d.link_bandwidth_bps = 10e9;  // PCIe 4.0, no peer-to-peer on GeForce: staged through the host
+  d.link_bandwidth_bps = 10e9;       // PCIe 4.0, no peer-to-peer on GeForce: staged through the host
   d.tensor_flop_per_sm_cycle = 512;  // GeForce: half rate with FP32 accumulate
   d.fp32_flop_per_sm_cycle = 256;
   d.fp64_flop_per_sm_cycle = 4;
   d.v_knee_mhz = 1050;
   const double scale = 350.0 / 300.0;
-  for (double* w : {&d.board_w, &d.leakage_w, &d.clock_w, &d.sm_active_w, &d.tensor_w, &d.fp32_w,
-                    &d.fp64_w, &d.int_w, &d.sfu_w, &d.lsu_w, &d.shared_w, &d.l2_w})
+  for (double* w : {&d.board_w, &d.leakage_w, &d.clock_w, &d.sm_active_w, &d.tensor_w, &d.fp32_w, &d.fp64_w, &d.int_w,
+                    &d.sfu_w, &d.lsu_w, &d.shared_w, &d.l2_w})
     *w *= scale;
   d.dram_j_per_byte = 70e-12;  // GDDR6X
-  d.power_limit_min_w = 100;      // Founders Edition: default 350 W (NVIDIA spec), slider to 400 W
+  d.power_limit_min_w = 100;   // Founders Edition: default 350 W (NVIDIA spec), slider to 400 W
   d.power_limit_max_w = 400;
   d.power_limit_default_w = 350;
   return d;

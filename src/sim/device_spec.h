@@ -27,8 +27,8 @@ struct DeviceSpec {
   double mem_bandwidth_bps = 0;    // DRAM peak, B/s
   double dram_efficiency = 0;      // fraction of the DRAM peak a streaming kernel attains
   int sm_count = 0;
-  bool pcie = false;               // PCIe card (no NVLink/SXM)
-  double link_bandwidth_bps = 0;   // GPU-to-GPU collective bus bandwidth (NVLink or PCIe), B/s
+  bool pcie = false;              // PCIe card (no NVLink/SXM)
+  double link_bandwidth_bps = 0;  // GPU-to-GPU collective bus bandwidth (NVLink or PCIe), B/s
 
   // Peak throughput per SM per SM-clock cycle (L2: whole chip; the L2 clock follows the SM clock).
   double tensor_flop_per_sm_cycle = 0;  // FP16/BF16 tensor FLOP (dense, FP32 accumulate)
@@ -39,26 +39,26 @@ struct DeviceSpec {
   double lsu_op_per_sm_cycle = 0;       // thread-level load/store instructions
   double shared_bytes_per_sm_cycle = 0;
   double l1_bytes_per_sm_cycle = 0;
-  double l2_bytes_per_cycle = 0;        // whole chip
-  double overlap_p = 0;                 // Lp-norm exponent combining overlapping times (∞ = perfect)
+  double l2_bytes_per_cycle = 0;  // whole chip
+  double overlap_p = 0;           // Lp-norm exponent combining overlapping times (∞ = perfect)
 
   // Voltage/frequency curve (normalised volts).
-  double v_floor = 0;       // V at and below the knee
-  double v_knee_mhz = 0;    // highest clock still at the floor voltage
-  double v_exponent = 1;    // shape of the rise above the knee (1 = linear)
+  double v_floor = 0;     // V at and below the knee
+  double v_knee_mhz = 0;  // highest clock still at the floor voltage
+  double v_exponent = 1;  // shape of the rise above the knee (1 = linear)
 
   // Power.
-  double board_w = 0;       // clock- and voltage-independent: fans, VRM, memory background, I/O
-  double leakage_w = 0;     // static leakage at V = 1, scales as V^2
-  double clock_w = 0;       // clock tree, W per GHz at V = 1, drawn even when idle
-  double sm_active_w = 0;   // schedulers/register files of busy SMs, W per GHz at V = 1
-  double tensor_w = 0;      // per-pipe dynamic power at full utilisation, W per GHz at V = 1
+  double board_w = 0;      // clock- and voltage-independent: fans, VRM, memory background, I/O
+  double leakage_w = 0;    // static leakage at V = 1, scales as V^2
+  double clock_w = 0;      // clock tree, W per GHz at V = 1, drawn even when idle
+  double sm_active_w = 0;  // schedulers/register files of busy SMs, W per GHz at V = 1
+  double tensor_w = 0;     // per-pipe dynamic power at full utilisation, W per GHz at V = 1
   double fp32_w = 0;
   double fp64_w = 0;
   double int_w = 0;
   double sfu_w = 0;
   double lsu_w = 0;
-  double shared_w = 0;      // shared memory and L1 (one SRAM)
+  double shared_w = 0;  // shared memory and L1 (one SRAM)
   double l2_w = 0;
   double dram_j_per_byte = 0;
   double power_limit_min_w = 0;

@@ -14,9 +14,21 @@ namespace emo::sim {
 namespace {
 
 // What an event does; the queue (event_queue.h) keeps it in Ev::type.
-enum EvType : uint8_t { kThreadResume, kStreamTry, kOpDone, kClockApply, kTick, kTelemetry, kTimer, kPowerControl, kWake };
+enum EvType : uint8_t {
+  kThreadResume,
+  kStreamTry,
+  kOpDone,
+  kClockApply,
+  kTick,
+  kTelemetry,
+  kTimer,
+  kPowerControl,
+  kWake
+};
 // Periodic or follow-up events that do not by themselves keep a run alive.
-inline bool Background(EvType t) { return t == kTick || t == kTelemetry || t == kTimer || t == kPowerControl || t == kWake; }
+inline bool Background(EvType t) {
+  return t == kTick || t == kTelemetry || t == kTimer || t == kPowerControl || t == kWake;
+}
 
 // The power controller (SW power cap) acts on the power averaged over its window, once per window,
 // moving the clock ceiling: the card's power sensor is read every 100 ms on A100/H100 ("Part-time
@@ -39,16 +51,16 @@ inline constexpr double kIdleWakeNs = 5e6;
 // Work queued on a stream. One cache line: deep queues (thousands of launches ahead of the GPU)
 // are written and read an item at a time.
 struct alignas(64) Item {
-  double ready = 0;         // earliest start
+  double ready = 0;  // earliest start
   double bytes = 0;
   double noise = 1;
-  int64_t seq = -1;         // collective: order within its group on this rank; kernel: launch ordinal on its GPU
+  int64_t seq = -1;  // collective: order within its group on this rank; kernel: launch ordinal on its GPU
   int64_t correlation = -1;
   int32_t kernel = -1;
   int32_t event = -1;
   int32_t group = -1;
-  int32_t wake_thread = -1; // blocking copy: the thread waiting in the call
-  uint32_t version = 0;     // record: version it completes; wait: version it needs
+  int32_t wake_thread = -1;  // blocking copy: the thread waiting in the call
+  uint32_t version = 0;      // record: version it completes; wait: version it needs
   enum Kind : uint8_t { kKernel, kCopy, kRecord, kWait, kCollective } kind = kKernel;
   CopyDir dir = CopyDir::kHostToDevice;
   bool pinned = true;
@@ -84,19 +96,19 @@ class ItemQueue {
 struct Stream {
   int32_t rank = 0;
   int32_t local = 0;
-  ItemQueue q;              // while busy, its front is the op in execution
+  ItemQueue q;  // while busy, its front is the op in execution
   bool busy = false;
   double current_start = 0;
-  uint64_t version = 0;     // stamps OpDone events; a stale one is ignored
+  uint64_t version = 0;       // stamps OpDone events; a stale one is ignored
   double predicted_end = -1;  // of the running op, as last scheduled
   int64_t enqueued = 0, completed = 0;
-  double try_at = -1;       // a kStreamTry is pending for this time
+  double try_at = -1;  // a kStreamTry is pending for this time
 };
 
 // What the engine needs of a kernel's cost at one clock (every GPU has the same spec, so the
 // GPUs share these).
 struct CostEntry {
-  double time_ns = -1;      // < 0 until evaluated
+  double time_ns = -1;  // < 0 until evaluated
   double power_w = 0;
   double dram_util = 0;
 };
@@ -106,12 +118,12 @@ struct CostEntry {
 struct Running {
   int32_t stream;
   bool compute;
-  int32_t kernel;           // compute kernels and collectives: cost lookup
-  double remaining = 1;     // compute: fraction of work left
-  double rate = 0;          // compute: fraction per ns
-  double fixed_end = 0;     // others
-  double extra_w = 0;       // copies: power above idle
-  double dram = 0;          // copies: share of DRAM bandwidth kept busy
+  int32_t kernel;        // compute kernels and collectives: cost lookup
+  double remaining = 1;  // compute: fraction of work left
+  double rate = 0;       // compute: fraction per ns
+  double fixed_end = 0;  // others
+  double extra_w = 0;    // copies: power above idle
+  double dram = 0;       // copies: share of DRAM bandwidth kept busy
   double noise = 1;
 };
 
@@ -120,22 +132,22 @@ struct Gpu {
   double requested_mhz = 0, effective_mhz = 0;
   size_t requested_ci = 0, effective_ci = 0;  // indices of those clocks in spec->sm_clocks_mhz
   double power_limit = 0;
-  double clock_lands_at = 0;                  // when the last clock command issued takes effect
-  bool locked = false;                        // a clock lock is in effect (else the default governor)
-  size_t top_ci = 0, cap_ci = 0;              // boost ceiling; the power controller's clock ceiling
-  double ctl_time = 0, ctl_energy = 0;        // the power controller's window start
-  double idle_since = 0;                      // when the last GPU op ended (running empty)
-  bool waking = false;                        // the clock is coming back from the idle drop
+  double clock_lands_at = 0;            // when the last clock command issued takes effect
+  bool locked = false;                  // a clock lock is in effect (else the default governor)
+  size_t top_ci = 0, cap_ci = 0;        // boost ceiling; the power controller's clock ceiling
+  double ctl_time = 0, ctl_energy = 0;  // the power controller's window start
+  double idle_since = 0;                // when the last GPU op ended (running empty)
+  bool waking = false;                  // the clock is coming back from the idle drop
   std::vector<Running> running;
-  int n_compute = 0;                          // compute kernels in `running`
+  int n_compute = 0;  // compute kernels in `running`
   double last_update = 0;
   double energy_j = 0, busy_ns = 0, power_w = 0;
   double mem_share = 0, mem_busy_ns = 0;  // DRAM bandwidth share in use now, and its integral
   double reported_energy_j = 0, sample_power_w = 0, sample_util = 0, sample_mem_util = 0;
   double tel_time = 0, tel_energy = 0, tel_busy = 0, tel_mem_busy = 0;
-  bool counting = false;                      // a counter range is open
+  bool counting = false;  // a counter range is open
   CounterValues counters;
-  int64_t kernels_launched = 0;               // compute kernels launched so far: the next one's ordinal
+  int64_t kernels_launched = 0;                     // compute kernels launched so far: the next one's ordinal
   std::vector<std::pair<int64_t, int64_t>> ranges;  // profiled ranges of launch ordinals, sorted, disjoint
   std::vector<CounterValues> range_counters;        // one per range
 };
@@ -177,22 +189,22 @@ struct Engine::State {
   uint64_t seq = 0;
   int64_t work_events = 0;  // queued events other than ticks and telemetry
   double now = 0;
-  std::mt19937_64 rng;      // rare draws: DVFS latency, telemetry jitter
-  uint64_t noise_state;     // splitmix64 for the per-op noise (hot)
+  std::mt19937_64 rng;   // rare draws: DVFS latency, telemetry jitter
+  uint64_t noise_state;  // splitmix64 for the per-op noise (hot)
 
   std::vector<Gpu> gpus;
-  const DeviceSpec* spec = nullptr;            // of every GPU
+  const DeviceSpec* spec = nullptr;  // of every GPU
   size_t n_kernels = 0;
   // Clock-major, so that the kernels at the clock in use lie together.
-  std::vector<CostEntry> cost;                 // [clock index * n_kernels + kernel], evaluated when first needed
-  std::vector<double> idle_w;                  // [clock index]
-  std::vector<Stream> streams;                 // all ranks, rank-major
-  std::vector<int32_t> stream_base;            // rank -> index of its stream 0
+  std::vector<CostEntry> cost;       // [clock index * n_kernels + kernel], evaluated when first needed
+  std::vector<double> idle_w;        // [clock index]
+  std::vector<Stream> streams;       // all ranks, rank-major
+  std::vector<int32_t> stream_base;  // rank -> index of its stream 0
   std::vector<EventState> events;
   std::vector<int32_t> event_base;
   std::vector<ThreadState> threads;
   std::vector<std::vector<int32_t>> rank_threads;
-  std::vector<std::vector<int64_t>> group_seq;  // [rank][group] collectives issued so far
+  std::vector<std::vector<int64_t>> group_seq;                             // [rank][group] collectives issued so far
   std::map<std::pair<int32_t, int64_t>, std::vector<int32_t>> rendezvous;  // (group, seq) -> streams arrived
   std::vector<std::pair<double, std::function<void(double)>>> ticks;
   std::vector<std::function<void(double)>> timers;
@@ -203,14 +215,14 @@ struct Engine::State {
   std::vector<std::vector<double>> rank_iteration_starts;
   double end = 0;
   bool finished = false;
-  bool ready = false;     // Setup succeeded
+  bool ready = false;  // Setup succeeded
   std::string setup_error;
 
   Trace trace;
   std::vector<uint32_t> kernel_names;
-  std::vector<uint32_t> group_names;           // [group]: interned when first needed; 0 until then
-  uint32_t copy_names[3][2] = {};              // [dir][pinned]: interned when first needed; 0 until then
-  std::vector<int16_t> call_kinds;             // [name id]: ClassifyCall's answer; -1 until asked
+  std::vector<uint32_t> group_names;  // [group]: interned when first needed; 0 until then
+  uint32_t copy_names[3][2] = {};     // [dir][pinned]: interned when first needed; 0 until then
+  std::vector<int16_t> call_kinds;    // [name id]: ClassifyCall's answer; -1 until asked
   uint32_t n_launch, n_memcpy_async, n_memcpy, n_record, n_wait, n_event_sync, n_stream_sync, n_device_sync;
 
   State(const Program& prog, const EngineOptions& o) : p(prog), opt(o), rng(o.seed), noise_state(o.seed) {}
@@ -238,8 +250,10 @@ struct Engine::State {
     return std::max(0.5, 1 + opt.noise * Normal());
   }
   void Push(double t, EvType type, int32_t a, uint64_t arg = 0) {
-    if (type == kThreadResume || type == kStreamTry || type == kOpDone) queue.push(t, seq++, arg, a, type);
-    else slow_queue.push(t, seq++, arg, a, type);
+    if (type == kThreadResume || type == kStreamTry || type == kOpDone)
+      queue.push(t, seq++, arg, a, type);
+    else
+      slow_queue.push(t, seq++, arg, a, type);
     if (!Background(type)) ++work_events;
   }
 
@@ -252,7 +266,8 @@ struct Engine::State {
   const CostEntry& Cost(int32_t kernel, size_t ci) {
     CostEntry& c = cost[ci * n_kernels + static_cast<size_t>(kernel)];
     if (c.time_ns < 0) {
-      const KernelCost k = EvaluateKernel(*spec, p.kernels[static_cast<size_t>(kernel)].traits, spec->sm_clocks_mhz[ci]);
+      const KernelCost k =
+          EvaluateKernel(*spec, p.kernels[static_cast<size_t>(kernel)].traits, spec->sm_clocks_mhz[ci]);
       c.time_ns = k.time_s * 1e9;
       c.power_w = k.power_w;
       c.dram_util = k.dram_util;
@@ -265,16 +280,17 @@ struct Engine::State {
     const int n = g.n_compute;
     double w = idle;
     for (const Running& r : g.running) {
-      if (r.compute) w += (Cost(r.kernel, ci).power_w - idle) / n;
-      else if (r.kernel >= 0) w += Cost(r.kernel, ci).power_w - idle;
-      else w += r.extra_w;
+      if (r.compute)
+        w += (Cost(r.kernel, ci).power_w - idle) / n;
+      else if (r.kernel >= 0)
+        w += Cost(r.kernel, ci).power_w - idle;
+      else
+        w += r.extra_w;
     }
     return w;
   }
   // True when the default governor has dropped the idle GPU's clock.
-  bool IdleDropped(const Gpu& g) const {
-    return !g.locked && g.running.empty() && now - g.idle_since > kIdleHoldNs;
-  }
+  bool IdleDropped(const Gpu& g) const { return !g.locked && g.running.empty() && now - g.idle_since > kIdleHoldNs; }
   void Advance(Gpu& g) {
     double dt = now - g.last_update;
     if (dt <= 0) return;
@@ -366,7 +382,8 @@ struct Engine::State {
         return streams[static_cast<size_t>(th.target)].completed >= th.counts[0];
       case ThreadState::kDevice:
         for (size_t s = 0; s < th.counts.size(); ++s)
-          if (streams[static_cast<size_t>(stream_base[static_cast<size_t>(th.rank)]) + s].completed < th.counts[s]) return false;
+          if (streams[static_cast<size_t>(stream_base[static_cast<size_t>(th.rank)]) + s].completed < th.counts[s])
+            return false;
         return true;
       default:
         return false;
@@ -550,7 +567,8 @@ struct Engine::State {
         int32_t n = p.ranks[static_cast<size_t>(th.rank)].streams;
         th.counts.resize(static_cast<size_t>(n));
         for (int32_t s = 0; s < n; ++s)
-          th.counts[static_cast<size_t>(s)] = streams[static_cast<size_t>(stream_base[static_cast<size_t>(th.rank)] + s)].enqueued;
+          th.counts[static_cast<size_t>(s)] =
+              streams[static_cast<size_t>(stream_base[static_cast<size_t>(th.rank)] + s)].enqueued;
         th.sync = SyncRecord{};
         th.sync.kind = SyncKind::kContextSync;
         th.sync.correlation = corr;
@@ -859,7 +877,8 @@ struct Engine::State {
 
   bool Loop(std::string* err) {
     while (!queue.empty() || !slow_queue.empty()) {
-      EventQueue& q = slow_queue.empty() || (!queue.empty() && Earlier(queue.top(), slow_queue.top())) ? queue : slow_queue;
+      EventQueue& q =
+          slow_queue.empty() || (!queue.empty() && Earlier(queue.top(), slow_queue.top())) ? queue : slow_queue;
       const double t = q.top().t;  // field by field (see EventQueue)
       const uint64_t arg = q.top().arg;
       const int32_t a = q.top().a;
@@ -932,15 +951,15 @@ struct Engine::State {
                std::to_string(th.pc - 1) + ";";
     for (const Stream& st : streams)
       if (st.busy && st.q.front().kind == Item::kCollective)
-        who += " rank " + std::to_string(st.rank) + " stream " + std::to_string(st.local) + " waits in collective group " +
-               std::to_string(st.q.front().group) + " #" + std::to_string(st.q.front().seq) + ";";
+        who += " rank " + std::to_string(st.rank) + " stream " + std::to_string(st.local) +
+               " waits in collective group " + std::to_string(st.q.front().group) + " #" +
+               std::to_string(st.q.front().seq) + ";";
     *err = "deadlock at t=" + std::to_string(now / 1e6) + " ms:" + (who.empty() ? " nothing runnable" : who);
     return false;
   }
 };
 
-Engine::Engine(const Program& program, const EngineOptions& options)
-    : s_(std::make_unique<State>(program, options)) {
+Engine::Engine(const Program& program, const EngineOptions& options) : s_(std::make_unique<State>(program, options)) {
   s_->ready = s_->Setup(&s_->setup_error);
 }
 Engine::~Engine() = default;

@@ -25,9 +25,9 @@ namespace emo::sim {
 struct EngineOptions {
   int iterations = 10;
   uint64_t seed = 1;
-  double noise = 0.01;               // relative standard deviation of GPU-op and CPU durations
+  double noise = 0.01;  // relative standard deviation of GPU-op and CPU durations
   bool record_trace = true;
-  double telemetry_period_ms = 25;   // mean period of energy-counter/power-sample updates (jittered ±20 %)
+  double telemetry_period_ms = 25;  // mean period of energy-counter/power-sample updates (jittered ±20 %)
 };
 
 class Engine {
@@ -53,16 +53,16 @@ class Engine {
   int gpus() const;
   const std::string& DeviceName(int gpu) const;
   const std::vector<int>& SupportedClocks(int gpu) const;
-  void SetLockedClock(int gpu, int mhz);  // takes effect after the DVFS latency, in issue order
-  void ResetClock(int gpu);               // back to the default governor (boost clock), after the latency
+  void SetLockedClock(int gpu, int mhz);      // takes effect after the DVFS latency, in issue order
+  void ResetClock(int gpu);                   // back to the default governor (boost clock), after the latency
   void SetPowerLimit(int gpu, double watts);  // enforced by the power controller from its next window
   double PowerLimit(int gpu) const;
   void PowerLimitRange(int gpu, double* min_w, double* max_w) const;
-  double EnergyCounterJ(int gpu) const;   // cumulative; advances only at telemetry updates
-  double PowerW(int gpu) const;           // average over the last telemetry period
-  double Utilization(int gpu) const;      // fraction of the last period with a GPU op running
+  double EnergyCounterJ(int gpu) const;     // cumulative; advances only at telemetry updates
+  double PowerW(int gpu) const;             // average over the last telemetry period
+  double Utilization(int gpu) const;        // fraction of the last period with a GPU op running
   double MemoryUtilization(int gpu) const;  // fraction of the last period DRAM was busy (bandwidth-weighted)
-  double ClockMhz(int gpu) const;         // the SM clock in effect now
+  double ClockMhz(int gpu) const;           // the SM clock in effect now
   // Range profiling, as CUPTI's: counters of the compute kernels that end on `gpu` between
   // StartCounters and StopCounters, with about 1 % measurement noise.
   void StartCounters(int gpu);

@@ -19,7 +19,7 @@ inline constexpr double kHostLinkBps = 24e9;  // PCIe 4.0 x16, pinned host memor
 // Bytes a collective moves over each link per byte of its message among `ranks` GPUs (NCCL's
 // bus-bandwidth factor): ring all-reduce 2(n-1)/n, send/receive 1, the others (n-1)/n.
 inline double CollectiveBusFactor(CollectiveKind kind, double ranks) {
-  return kind == CollectiveKind::kAllReduce ? 2 * (ranks - 1) / ranks
+  return kind == CollectiveKind::kAllReduce  ? 2 * (ranks - 1) / ranks
          : kind == CollectiveKind::kSendRecv ? 1.0
                                              : (ranks - 1) / ranks;
 }

@@ -49,8 +49,7 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
   const double t_dram = Time(dram_bytes, spec.mem_bandwidth_bps * spec.dram_efficiency * occ);
 
   const double t_link = Time(k.link_bytes, spec.link_bandwidth_bps);
-  const double t_sm =
-      LpNorm({t_tensor, t_fp32, t_fp64, t_int, t_sfu, t_lsu, t_shared, t_l1, t_l2}, kSmOverlapP);
+  const double t_sm = LpNorm({t_tensor, t_fp32, t_fp64, t_int, t_sfu, t_lsu, t_shared, t_l1, t_l2}, kSmOverlapP);
   const double body = LpNorm({t_sm, t_dram, t_link}, spec.overlap_p);
   c.time_s = std::max(body + k.overhead_s, 1e-9);
   c.sm_clock_mhz = f_mhz;
@@ -72,23 +71,21 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
   c.sm_busy = occ * body / c.time_s;
 
   const double v2f = c.voltage * c.voltage * f_mhz * 1e-3;  // V² · GHz
-  const double dynamic =
-      spec.sm_active_w * c.sm_busy + spec.tensor_w * c.tensor_util + spec.fp32_w * c.fp32_util +
-      spec.fp64_w * c.fp64_util + spec.int_w * c.int_util + spec.sfu_w * c.sfu_util +
-      spec.lsu_w * c.lsu_util + spec.shared_w * 0.5 * (c.shared_util + c.l1_util) +
-      spec.l2_w * c.l2_util;
+  const double dynamic = spec.sm_active_w * c.sm_busy + spec.tensor_w * c.tensor_util + spec.fp32_w * c.fp32_util +
+                         spec.fp64_w * c.fp64_util + spec.int_w * c.int_util + spec.sfu_w * c.sfu_util +
+                         spec.lsu_w * c.lsu_util + spec.shared_w * 0.5 * (c.shared_util + c.l1_util) +
+                         spec.l2_w * c.l2_util;
   c.power_w = IdlePower(spec, f_mhz) + v2f * dynamic + spec.dram_j_per_byte * dram_bytes / c.time_s;
   c.energy_j = c.power_w * c.time_s;
   return c;
 }
 
-double ThrottledClock(const DeviceSpec& spec, const KernelTraits& k, double requested_mhz,
-                      double power_limit_w) {
+double ThrottledClock(const DeviceSpec& spec, const KernelTraits& k, double requested_mhz, double power_limit_w) {
   return ThrottledClock(spec, std::span<const KernelTraits>(&k, 1), requested_mhz, power_limit_w);
 }
 
-double ThrottledClock(const DeviceSpec& spec, std::span<const KernelTraits> kernels,
-                      double requested_mhz, double power_limit_w) {
+double ThrottledClock(const DeviceSpec& spec, std::span<const KernelTraits> kernels, double requested_mhz,
+                      double power_limit_w) {
   const std::vector<int>& clocks = spec.sm_clocks_mhz;
   auto fits = [&](double mhz) {
     double time_s = 0, energy_j = 0;
@@ -112,8 +109,7 @@ double IdlePower(const DeviceSpec& spec, double sm_clock_mhz) {
   return spec.board_w + spec.leakage_w * v * v + spec.clock_w * v * v * sm_clock_mhz * 1e-3;
 }
 
-KernelTraits GemmKernel(double m, double n, double k, double dtype_bytes, bool tensor_cores,
-                        double batch) {
+KernelTraits GemmKernel(double m, double n, double k, double dtype_bytes, bool tensor_cores, double batch) {
   KernelTraits g;
   const double flop = 2 * m * n * k * batch;
   (tensor_cores ? g.tensor_flop : g.fp32_flop) = flop;
@@ -136,8 +132,8 @@ KernelTraits GemmKernel(double m, double n, double k, double dtype_bytes, bool t
   return g;
 }
 
-std::vector<KernelTraits> AttentionKernels(double batch, double heads, double seq, double head_dim,
-                                           double dtype_bytes, bool fused) {
+std::vector<KernelTraits> AttentionKernels(double batch, double heads, double seq, double head_dim, double dtype_bytes,
+                                           bool fused) {
   const double bh = batch * heads, scores = bh * seq * seq;
   if (fused) {
     KernelTraits f;
@@ -164,8 +160,8 @@ std::vector<KernelTraits> AttentionKernels(double batch, double heads, double se
           GemmKernel(seq, head_dim, seq, dtype_bytes, true, bh)};
 }
 
-KernelTraits ElementwiseKernel(double elements, double read_bytes_per_element,
-                               double write_bytes_per_element, double flops_per_element) {
+KernelTraits ElementwiseKernel(double elements, double read_bytes_per_element, double write_bytes_per_element,
+                               double flops_per_element) {
   KernelTraits e;
   e.dram_read_bytes = elements * read_bytes_per_element;
   e.dram_write_bytes = elements * write_bytes_per_element;
@@ -181,9 +177,9 @@ KernelTraits ElementwiseKernel(double elements, double read_bytes_per_element,
 
 KernelTraits LayerNormKernel(double rows, double cols, double dtype_bytes) {
   KernelTraits ln = ElementwiseKernel(rows * cols, dtype_bytes, dtype_bytes, 8);
-  ln.sfu_ops = rows;                 // rsqrt per row
-  ln.int_ops += rows * cols / 4;     // warp shuffles of the two row reductions
-  ln.dram_write_bytes += rows * 8;   // mean and rstd
+  ln.sfu_ops = rows;                // rsqrt per row
+  ln.int_ops += rows * cols / 4;    // warp shuffles of the two row reductions
+  ln.dram_write_bytes += rows * 8;  // mean and rstd
   ln.occupancy = 0.85;
   return ln;
 }

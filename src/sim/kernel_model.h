@@ -18,45 +18,44 @@
 namespace emo::sim {
 
 struct KernelTraits {
-  double tensor_flop = 0;       // FP16/BF16 tensor-core FLOP
-  double fp32_flop = 0;         // FP32 FLOP (FMA = 2)
+  double tensor_flop = 0;  // FP16/BF16 tensor-core FLOP
+  double fp32_flop = 0;    // FP32 FLOP (FMA = 2)
   double fp64_flop = 0;
-  double int_ops = 0;           // INT32 ALU operations
-  double sfu_ops = 0;           // special-function operations
-  double lsu_ops = 0;           // thread-level load/store instructions
+  double int_ops = 0;  // INT32 ALU operations
+  double sfu_ops = 0;  // special-function operations
+  double lsu_ops = 0;  // thread-level load/store instructions
   double dram_read_bytes = 0;
   double dram_write_bytes = 0;
-  double l2_bytes = 0;          // L2 traffic (reads + writes)
+  double l2_bytes = 0;  // L2 traffic (reads + writes)
   double l1_bytes = 0;
   double shared_bytes = 0;
-  double link_bytes = 0;        // bytes sent to other GPUs (NVLink/PCIe), e.g. by NCCL
-  double occupancy = 1;         // (0, 1]: fraction of every peak the kernel's parallelism can use
-  double overhead_s = 0;        // launch and tail, independent of the clock
+  double link_bytes = 0;  // bytes sent to other GPUs (NVLink/PCIe), e.g. by NCCL
+  double occupancy = 1;   // (0, 1]: fraction of every peak the kernel's parallelism can use
+  double overhead_s = 0;  // launch and tail, independent of the clock
 };
 
 struct KernelCost {
   double time_s = 0;
-  double power_w = 0;           // average over the kernel
+  double power_w = 0;  // average over the kernel
   double energy_j = 0;
   double sm_clock_mhz = 0;
-  double voltage = 0;           // normalised
+  double voltage = 0;  // normalised
   // Utilisation over the kernel's time, as fractions of the device's peak.
   double tensor_util = 0, fp32_util = 0, fp64_util = 0, int_util = 0, sfu_util = 0;
   double lsu_util = 0, shared_util = 0, l1_util = 0, l2_util = 0, dram_util = 0;
-  double sm_busy = 0;           // fraction of SM capacity held by the kernel
-  double clock_bound = 0;       // t_sm / (t_sm + t_dram): 1 = all time scales with 1/f
+  double sm_busy = 0;      // fraction of SM capacity held by the kernel
+  double clock_bound = 0;  // t_sm / (t_sm + t_dram): 1 = all time scales with 1/f
 };
 
 KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double sm_clock_mhz);
 
 // The highest supported clock <= requested whose power for this kernel fits power_limit_w; the
 // lowest supported clock when none does.
-double ThrottledClock(const DeviceSpec& spec, const KernelTraits& k, double requested_mhz,
-                      double power_limit_w);
+double ThrottledClock(const DeviceSpec& spec, const KernelTraits& k, double requested_mhz, double power_limit_w);
 // The same for kernels run back to back: the power controller averages over a window of tens of
 // milliseconds, so it is their average power (total energy over total time) that must fit.
-double ThrottledClock(const DeviceSpec& spec, std::span<const KernelTraits> kernels,
-                      double requested_mhz, double power_limit_w);
+double ThrottledClock(const DeviceSpec& spec, std::span<const KernelTraits> kernels, double requested_mhz,
+                      double power_limit_w);
 
 // Power (W) of the idle GPU held at an SM clock.
 double IdlePower(const DeviceSpec& spec, double sm_clock_mhz);
@@ -65,15 +64,14 @@ double IdlePower(const DeviceSpec& spec, double sm_clock_mhz);
 // counts, dtype_bytes the bytes per element (2 for FP16/BF16).
 //
 // C[m×n] = A[m×k]·B[k×n], `batch` independent products (batched GEMM).
-KernelTraits GemmKernel(double m, double n, double k, double dtype_bytes, bool tensor_cores,
-                        double batch = 1);
+KernelTraits GemmKernel(double m, double n, double k, double dtype_bytes, bool tensor_cores, double batch = 1);
 // Self-attention of one layer: fused (one FlashAttention-style kernel) or unfused (Q·Kᵀ GEMM,
 // scale+mask+softmax, dropout, P·V GEMM).
-std::vector<KernelTraits> AttentionKernels(double batch, double heads, double seq, double head_dim,
-                                           double dtype_bytes, bool fused);
+std::vector<KernelTraits> AttentionKernels(double batch, double heads, double seq, double head_dim, double dtype_bytes,
+                                           bool fused);
 // Streaming kernel: bytes read and written and FP32 FLOP per element.
-KernelTraits ElementwiseKernel(double elements, double read_bytes_per_element,
-                               double write_bytes_per_element, double flops_per_element);
+KernelTraits ElementwiseKernel(double elements, double read_bytes_per_element, double write_bytes_per_element,
+                               double flops_per_element);
 KernelTraits LayerNormKernel(double rows, double cols, double dtype_bytes);
 // Sum of `elements` values into a few outputs.
 KernelTraits ReductionKernel(double elements, double dtype_bytes);

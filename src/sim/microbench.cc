@@ -63,8 +63,7 @@ Program MicrobenchProgram(const DeviceSpec& spec, Microbench b, int launches) {
 }
 
 bool SimBenchDevice::Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
-                         const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out,
-                         std::string* err) {
+                         const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) {
   const Program program = MicrobenchProgram(spec_, b, launches);
   EngineOptions eo;
   eo.iterations = 1;
@@ -81,8 +80,8 @@ bool SimBenchDevice::Run(Microbench b, int launches, double poll_ms, const std::
     if (op.kind == GpuOpKind::kKernel && !op.is_comm) out->launch_end_ns.push_back(static_cast<double>(op.end_ns));
   std::sort(out->launch_end_ns.begin(), out->launch_end_ns.end());
   if (static_cast<int>(out->launch_end_ns.size()) != launches) {
-    *err = "the simulated run traced " + std::to_string(out->launch_end_ns.size()) + " of " +
-           std::to_string(launches) + " launches";
+    *err = "the simulated run traced " + std::to_string(out->launch_end_ns.size()) + " of " + std::to_string(launches) +
+           " launches";
     return false;
   }
   return true;

@@ -15,15 +15,24 @@ namespace {
 
 const char* OpName(Op op) {
   switch (op) {
-    case Op::kCpu: return "cpu";
-    case Op::kLaunch: return "launch";
-    case Op::kCopy: return "copy";
-    case Op::kRecord: return "record";
-    case Op::kWaitEvent: return "wait_event";
-    case Op::kEventSync: return "event_sync";
-    case Op::kStreamSync: return "stream_sync";
-    case Op::kDeviceSync: return "device_sync";
-    case Op::kCollective: return "collective";
+    case Op::kCpu:
+      return "cpu";
+    case Op::kLaunch:
+      return "launch";
+    case Op::kCopy:
+      return "copy";
+    case Op::kRecord:
+      return "record";
+    case Op::kWaitEvent:
+      return "wait_event";
+    case Op::kEventSync:
+      return "event_sync";
+    case Op::kStreamSync:
+      return "stream_sync";
+    case Op::kDeviceSync:
+      return "device_sync";
+    case Op::kCollective:
+      return "collective";
   }
   return "?";
 }
@@ -49,9 +58,8 @@ bool Validate(const Program& p, std::string* err) {
     const KernelTraits& t = kern.traits;
     const std::string where = "kernel " + std::to_string(k) + " (" + kern.name + ")";
     if (kern.name.empty()) return fail("kernel " + std::to_string(k) + ": empty name");
-    for (double x : {t.tensor_flop, t.fp32_flop, t.fp64_flop, t.int_ops, t.sfu_ops, t.lsu_ops,
-                     t.dram_read_bytes, t.dram_write_bytes, t.l2_bytes, t.l1_bytes,
-                     t.shared_bytes, t.link_bytes, t.overhead_s})
+    for (double x : {t.tensor_flop, t.fp32_flop, t.fp64_flop, t.int_ops, t.sfu_ops, t.lsu_ops, t.dram_read_bytes,
+                     t.dram_write_bytes, t.l2_bytes, t.l1_bytes, t.shared_bytes, t.link_bytes, t.overhead_s})
       if (!NonNegative(x)) return fail(where + ": negative or non-finite work");
     if (!(t.occupancy > 0 && t.occupancy <= 1)) return fail(where + ": occupancy outside (0, 1]");
   }
@@ -73,8 +81,8 @@ bool Validate(const Program& p, std::string* err) {
   }
 
   // bytes of each rank's n-th collective per group, to compare across members
-  std::vector<std::vector<std::vector<double>>> coll_bytes(
-      p.groups.size(), std::vector<std::vector<double>>(p.ranks.size()));
+  std::vector<std::vector<std::vector<double>>> coll_bytes(p.groups.size(),
+                                                           std::vector<std::vector<double>>(p.ranks.size()));
   for (int32_t r = 0; r < nranks; ++r) {
     const RankProgram& rp = p.ranks[static_cast<size_t>(r)];
     if (rp.threads.empty()) return fail("rank " + std::to_string(r) + ": no threads");
@@ -83,7 +91,8 @@ bool Validate(const Program& p, std::string* err) {
     std::vector<bool> recorded(static_cast<size_t>(rp.events), false);
     for (const Thread& th : rp.threads)
       for (const Instr& in : th.code)
-        if (in.op == Op::kRecord && in.event >= 0 && in.event < rp.events) recorded[static_cast<size_t>(in.event)] = true;
+        if (in.op == Op::kRecord && in.event >= 0 && in.event < rp.events)
+          recorded[static_cast<size_t>(in.event)] = true;
 
     for (size_t t = 0; t < rp.threads.size(); ++t) {
       const std::vector<Instr>& code = rp.threads[t].code;
@@ -94,14 +103,15 @@ bool Validate(const Program& p, std::string* err) {
           return "rank " + std::to_string(r) + " thread " + std::to_string(t) + " instr " + std::to_string(i) + " (" +
                  OpName(in.op) + ")";
         };
-        const bool uses_stream = in.op == Op::kLaunch || in.op == Op::kCopy ||
-                                 in.op == Op::kRecord || in.op == Op::kWaitEvent ||
-                                 in.op == Op::kStreamSync || in.op == Op::kCollective;
+        const bool uses_stream = in.op == Op::kLaunch || in.op == Op::kCopy || in.op == Op::kRecord ||
+                                 in.op == Op::kWaitEvent || in.op == Op::kStreamSync || in.op == Op::kCollective;
         if (uses_stream && (in.stream < 0 || in.stream >= rp.streams))
-          return fail(where() + ": stream " + std::to_string(in.stream) + " out of range (" + std::to_string(rp.streams) + " streams)");
+          return fail(where() + ": stream " + std::to_string(in.stream) + " out of range (" +
+                      std::to_string(rp.streams) + " streams)");
         const bool uses_event = in.op == Op::kRecord || in.op == Op::kWaitEvent || in.op == Op::kEventSync;
         if (uses_event && (in.event < 0 || in.event >= rp.events))
-          return fail(where() + ": event " + std::to_string(in.event) + " out of range (" + std::to_string(rp.events) + " events)");
+          return fail(where() + ": event " + std::to_string(in.event) + " out of range (" + std::to_string(rp.events) +
+                      " events)");
         if ((in.op == Op::kWaitEvent || in.op == Op::kEventSync) && !recorded[static_cast<size_t>(in.event)])
           return fail(where() + ": event " + std::to_string(in.event) + " is never recorded on this rank");
         switch (in.op) {
@@ -114,18 +124,22 @@ bool Validate(const Program& p, std::string* err) {
           case Op::kLaunch:
           case Op::kCollective: {
             if (in.kernel < 0 || in.kernel >= static_cast<int32_t>(p.kernels.size()))
-              return fail(where() + ": kernel " + std::to_string(in.kernel) + " out of range (" + std::to_string(p.kernels.size()) + " kernels)");
+              return fail(where() + ": kernel " + std::to_string(in.kernel) + " out of range (" +
+                          std::to_string(p.kernels.size()) + " kernels)");
             const std::string& name = p.kernels[static_cast<size_t>(in.kernel)].name;
             if (in.op == Op::kLaunch && IsComm(name))
               return fail(where() + ": communication kernel " + name + " launched outside a collective");
             if (in.op == Op::kLaunch) break;
             if (!IsComm(name)) return fail(where() + ": collective kernel " + name + " is not an nccl* kernel");
             if (in.group < 0 || in.group >= static_cast<int32_t>(p.groups.size()))
-              return fail(where() + ": group " + std::to_string(in.group) + " out of range (" + std::to_string(p.groups.size()) + " groups)");
+              return fail(where() + ": group " + std::to_string(in.group) + " out of range (" +
+                          std::to_string(p.groups.size()) + " groups)");
             const Group& grp = p.groups[static_cast<size_t>(in.group)];
             bool member = false;
             for (int32_t m : grp.ranks) member = member || m == r;
-            if (!member) return fail(where() + ": rank is not a member of group " + std::to_string(in.group) + " (" + grp.name + ")");
+            if (!member)
+              return fail(where() + ": rank is not a member of group " + std::to_string(in.group) + " (" + grp.name +
+                          ")");
             if (!NonNegative(in.bytes)) return fail(where() + ": bytes must be a non-negative number");
             coll_bytes[static_cast<size_t>(in.group)][static_cast<size_t>(r)].push_back(in.bytes);
             break;
@@ -147,8 +161,8 @@ bool Validate(const Program& p, std::string* err) {
       const std::vector<double>& mine = coll_bytes[g][static_cast<size_t>(r)];
       for (size_t n = 0; n < std::min(ref.size(), mine.size()); ++n)
         if (mine[n] != ref[n])
-          return fail("group " + std::to_string(g) + " (" + grp.name + "): collective " + std::to_string(n) +
-                      " has " + std::to_string(mine[n]) + " bytes on rank " + std::to_string(r) + " but " +
+          return fail("group " + std::to_string(g) + " (" + grp.name + "): collective " + std::to_string(n) + " has " +
+                      std::to_string(mine[n]) + " bytes on rank " + std::to_string(r) + " but " +
                       std::to_string(ref[n]) + " on rank " + std::to_string(grp.ranks[0]));
     }
   }

@@ -34,30 +34,36 @@ struct Instr {
   Op op = Op::kCpu;
   int32_t stream = -1;
   int32_t event = -1;
-  int32_t kernel = -1;    // index into Program::kernels (kLaunch, kCollective)
-  int32_t group = -1;     // index into Program::groups (kCollective)
-  double cpu_ns = 0;      // kCpu
-  double bytes = 0;       // kCopy; kCollective: bytes each rank contributes
+  int32_t kernel = -1;  // index into Program::kernels (kLaunch, kCollective)
+  int32_t group = -1;   // index into Program::groups (kCollective)
+  double cpu_ns = 0;    // kCpu
+  double bytes = 0;     // kCopy; kCollective: bytes each rank contributes
   CopyDir dir = CopyDir::kHostToDevice;
   bool blocking = false;  // kCopy: cudaMemcpy instead of cudaMemcpyAsync
   bool pinned = true;     // kCopy: host memory is pinned (else pageable)
 };
 
 struct Kernel {
-  std::string name;       // as a profiler shows it
-  KernelTraits traits;    // hidden from the rest of EMO
+  std::string name;     // as a profiler shows it
+  KernelTraits traits;  // hidden from the rest of EMO
 };
 
-enum class CollectiveKind : uint8_t { kAllReduce = 0, kAllGather = 1, kReduceScatter = 2, kSendRecv = 3, kAllToAll = 4 };
+enum class CollectiveKind : uint8_t {
+  kAllReduce = 0,
+  kAllGather = 1,
+  kReduceScatter = 2,
+  kSendRecv = 3,
+  kAllToAll = 4
+};
 
 struct Group {
   std::vector<int32_t> ranks;  // participants, by rank index
   CollectiveKind kind = CollectiveKind::kAllReduce;
-  std::string name;            // process-group name written into the trace
+  std::string name;  // process-group name written into the trace
 };
 
 struct Thread {
-  std::vector<Instr> code;     // one iteration
+  std::vector<Instr> code;  // one iteration
 };
 
 struct RankProgram {
@@ -68,8 +74,8 @@ struct RankProgram {
 
 struct Program {
   std::string name;
-  std::string device;          // DeviceSpec name for every rank
-  double link_bytes_per_s = 0; // per-GPU bandwidth to peers (NVLink or PCIe)
+  std::string device;           // DeviceSpec name for every rank
+  double link_bytes_per_s = 0;  // per-GPU bandwidth to peers (NVLink or PCIe)
   std::vector<Kernel> kernels;
   std::vector<Group> groups;
   std::vector<RankProgram> ranks;

@@ -32,8 +32,9 @@ KernelClass Classify(const std::string& name) {
 KernelTraits Scaled(const DeviceSpec& spec, KernelTraits t, double seconds) {
   t.overhead_s = 0;
   auto scale = [](KernelTraits& k, double f) {
-    for (double* x : {&k.tensor_flop, &k.fp32_flop, &k.fp64_flop, &k.int_ops, &k.sfu_ops, &k.lsu_ops,
-                      &k.dram_read_bytes, &k.dram_write_bytes, &k.l2_bytes, &k.l1_bytes, &k.shared_bytes, &k.link_bytes})
+    for (double* x :
+         {&k.tensor_flop, &k.fp32_flop, &k.fp64_flop, &k.int_ops, &k.sfu_ops, &k.lsu_ops, &k.dram_read_bytes,
+          &k.dram_write_bytes, &k.l2_bytes, &k.l1_bytes, &k.shared_bytes, &k.link_bytes})
       *x *= f;
   };
   seconds = std::max(seconds, 1e-7);
@@ -69,8 +70,10 @@ class Replayer {
     for (uint32_t v = 0; v < g_.nodes(); ++v) {
       if (g_.source[v] < 0) continue;
       size_t r = static_cast<size_t>(g_.rank[v]);
-      if (IsGpu(g_.kind[v])) op_node_[r][static_cast<size_t>(g_.source[v])] = v;
-      else if (g_.kind[v] == NodeKind::kCpuCall) call_node_[r][static_cast<size_t>(g_.source[v])] = v;
+      if (IsGpu(g_.kind[v]))
+        op_node_[r][static_cast<size_t>(g_.source[v])] = v;
+      else if (g_.kind[v] == NodeKind::kCpuCall)
+        call_node_[r][static_cast<size_t>(g_.source[v])] = v;
     }
     Collectives();
     for (size_t r = 0; r < t_.ranks.size(); ++r) Rank(r);
@@ -91,7 +94,8 @@ class Replayer {
       std::sort(ranks.begin(), ranks.end());
       ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
       if (ranks.size() != members.size()) continue;  // two ops of one rank: not a collective we can replay
-      const GpuOp& first = t_.ranks[static_cast<size_t>(g_.rank[members[0]])].ops[static_cast<size_t>(g_.source[members[0]])];
+      const GpuOp& first =
+          t_.ranks[static_cast<size_t>(g_.rank[members[0]])].ops[static_cast<size_t>(g_.source[members[0]])];
       CollectiveKind kind = CollectiveOf(t_.names.Get(first.name));
       // NCCL runs all-to-all as grouped SendRecv kernels on every rank.
       if (kind == CollectiveKind::kSendRecv && ranks.size() > 2) kind = CollectiveKind::kAllToAll;
@@ -126,7 +130,7 @@ class Replayer {
     if (it != kernels_.end()) return it->second;
     KernelTraits unit = cls == KernelClass::kTensor ? GemmKernel(1024, 1024, 1024, 2, true)
                         : cls == KernelClass::kFp32 ? GemmKernel(1024, 1024, 1024, 4, false)
-                                                     : ElementwiseKernel(1 << 20, 4, 4, 1);
+                                                    : ElementwiseKernel(1 << 20, 4, 4, 1);
     p_->kernels.push_back({name, Scaled(spec_, unit, std::pow(1.02, bucket))});
     int32_t id = static_cast<int32_t>(p_->kernels.size() - 1);
     kernels_.emplace(key, id);
@@ -211,7 +215,8 @@ class Replayer {
             break;
           }
           cpu(dur - kLaunchCallNs * static_cast<double>(ops_of[ci].size()));
-          for (uint32_t oi : ops_of[ci]) code.push_back(OpInstr(rt, oi, stream[rt.ops[oi].stream], c.kind == CallKind::kBlockingCopy));
+          for (uint32_t oi : ops_of[ci])
+            code.push_back(OpInstr(rt, oi, stream[rt.ops[oi].stream], c.kind == CallKind::kBlockingCopy));
           break;
         }
         case CallKind::kStreamSync:
@@ -245,7 +250,9 @@ class Replayer {
     in.stream = stream;
     if (o.kind == GpuOpKind::kMemcpy) {
       in.op = Op::kCopy;
-      in.dir = Has(name, "HtoD") ? CopyDir::kHostToDevice : Has(name, "DtoH") ? CopyDir::kDeviceToHost : CopyDir::kDeviceToDevice;
+      in.dir = Has(name, "HtoD")   ? CopyDir::kHostToDevice
+               : Has(name, "DtoH") ? CopyDir::kDeviceToHost
+                                   : CopyDir::kDeviceToDevice;
       in.pinned = !Has(name, "Pageable");
       in.blocking = blocking;
       in.bytes = o.bytes >= 0 ? static_cast<double>(o.bytes) : seconds * kHostLinkBps;

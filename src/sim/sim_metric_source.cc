@@ -25,8 +25,8 @@ PackMetrics ToPackMetrics(const CounterValues& c, double sm_mhz) {
   return m;
 }
 
-bool SimMetricSource::Profile(const std::vector<KernelRange>& ranges, std::vector<PackMetrics>* out,
-                              ProfileCost* cost, std::string* err) {
+bool SimMetricSource::Profile(const std::vector<KernelRange>& ranges, std::vector<PackMetrics>* out, ProfileCost* cost,
+                              std::string* err) {
   // Ranges per GPU, checked for order and overlap; `where` maps each back to its place in `ranges`.
   std::map<int, std::vector<std::pair<int64_t, int64_t>>> per_gpu;
   for (const KernelRange& r : ranges) {
@@ -55,8 +55,8 @@ bool SimMetricSource::Profile(const std::vector<KernelRange>& ranges, std::vecto
   out->clear();
   for (const KernelRange& r : ranges) {
     const auto& list = per_gpu[r.gpu];
-    const size_t i = static_cast<size_t>(std::lower_bound(list.begin(), list.end(), std::pair(r.first, r.last)) -
-                                         list.begin());
+    const size_t i =
+        static_cast<size_t>(std::lower_bound(list.begin(), list.end(), std::pair(r.first, r.last)) - list.begin());
     if (r.last >= engine.kernels_launched(r.gpu)) {
       *err = "GPU " + std::to_string(r.gpu) + " launched " + std::to_string(engine.kernels_launched(r.gpu)) +
              " kernels; range " + std::to_string(r.first) + ".." + std::to_string(r.last) + " is beyond them";

@@ -10,9 +10,9 @@ namespace emo::sim::wl {
 
 // Program::kernels with reuse: a kernel of the same name and traits is stored once.
 int32_t KernelTable::Add(const std::string& name, const KernelTraits& t) {
-  const double v[] = {t.tensor_flop, t.fp32_flop, t.fp64_flop, t.int_ops, t.sfu_ops,
-                      t.lsu_ops, t.dram_read_bytes, t.dram_write_bytes, t.l2_bytes, t.l1_bytes,
-                      t.shared_bytes, t.link_bytes, t.occupancy, t.overhead_s};
+  const double v[] = {t.tensor_flop,  t.fp32_flop,       t.fp64_flop,        t.int_ops,   t.sfu_ops,
+                      t.lsu_ops,      t.dram_read_bytes, t.dram_write_bytes, t.l2_bytes,  t.l1_bytes,
+                      t.shared_bytes, t.link_bytes,      t.occupancy,        t.overhead_s};
   std::string key = name;
   char buf[40];
   for (double x : v) {
@@ -57,49 +57,130 @@ std::string Subst(const std::string& pattern, const Naming& nm) {
 // PyTorch's vectorized elementwise kernel around a functor with `arity` tensors.
 std::string VecKernel(const std::string& functor, int arity) {
   const std::string array = "at::detail::Array<char*, " + std::to_string(arity) + ">";
-  return "void at::native::vectorized_elementwise_kernel<4, " + functor + ", " + array + " >(int, " +
-         functor + ", " + array + ")";
+  return "void at::native::vectorized_elementwise_kernel<4, " + functor + ", " + array + " >(int, " + functor + ", " +
+         array + ")";
 }
 std::string ReduceKernel(const std::string& op) {
-  return "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<" + op + ", unsigned int, float, 4> >(at::native::ReduceOp<" + op + ", unsigned int, float, 4>)";
+  return "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<" + op +
+         ", unsigned int, float, 4> >(at::native::ReduceOp<" + op + ", unsigned int, float, 4>)";
 }
 
 const std::string kAdd = VecKernel("at::native::CUDAFunctor_add<{T}>", 3);
-const std::string kMul = VecKernel("at::native::BinaryFunctor<{T}, {T}, {T}, at::native::binary_internal::MulFunctor<float> >", 3);
+const std::string kMul =
+    VecKernel("at::native::BinaryFunctor<{T}, {T}, {T}, at::native::binary_internal::MulFunctor<float> >", 3);
 const std::string kFill = VecKernel("at::native::FillFunctor<{T}>", 1);
-const std::string kCast = VecKernel("at::native::(anonymous namespace)::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}", 2);
-const std::string kDropoutAdd = "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<{T}, float, unsigned int, 1, 4, bool>(at::cuda::detail::TensorInfo<{T} const, unsigned int>, at::cuda::detail::TensorInfo<{T}, unsigned int>, at::cuda::detail::TensorInfo<bool, unsigned int>, unsigned int, float, at::PhiloxCudaState)";
-const std::string kDropoutBwd = VecKernel("at::native::(anonymous namespace)::masked_scale_kernel<bool, {T}, {T}>(at::Tensor&, at::Tensor const&, at::Tensor const&, float)::{lambda({T}, bool)#1}", 3);
-const std::string kLayerNorm = "void cuApplyLayerNorm<{T}, float, {T}>({T}*, float*, float*, {T} const*, int, int, float, {T} const*, {T} const*)";
-const std::string kRmsNorm = "void cuApplyRMSNorm<{T}, float, {T}>({T}*, float*, {T} const*, int, int, float, {T} const*)";
-const std::string kNormGradInput = "void cuComputeGradInput<{T}, float, {T}>({T} const*, {T} const*, int, int, float const*, float const*, float, {T} const*, {T}*)";
-const std::string kNormGradGamma = "void cuComputePartGradGammaBeta<{T}, float, {T}>({T} const*, {T} const*, int, int, float const*, float const*, float, float*, float*)";
-const std::string kGelu = VecKernel("at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda({T})#1}", 2);
-const std::string kGeluBwd = VecKernel("at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda({T}, {T})#1}", 3);
-const std::string kSilu = VecKernel("at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda({T})#1}", 2);
-const std::string kSiluBwd = VecKernel("at::native::(anonymous namespace)::silu_backward_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda({T}, {T})#1}", 3);
-const std::string kRope = "void fused_rope_forward<{T}>(int, int, int, int, int, int, int, int, int, int, {T} const*, float const*, {T}*)";
-const std::string kRopeBwd = "void fused_rope_backward<{T}>(int, int, int, int, int, int, int, int, int, int, {T} const*, float const*, {T}*)";
-const std::string kBiasGrad = ReduceKernel("{T}, at::native::func_wrapper_t<{T}, at::native::sum_functor<{T}, float, {T}>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>");
-const std::string kFlashFwd = "void flash_fwd_kernel<Flash_fwd_kernel_traits<{D}, 128, 64, 4, false, false, {C}, Flash_kernel_traits<{D}, 128, 64, 4, {C}> >, false, true, false, false, true, true, false, false>(Flash_fwd_params)";
-const std::string kFlashBwdPrep = "void flash_bwd_dot_do_o_kernel<true, Flash_bwd_kernel_traits<{D}, 64, 128, 8, 2, 4, 2, false, false, {C}, Flash_kernel_traits<{D}, 64, 128, 8, {C}> > >(Flash_bwd_params)";
-const std::string kFlashBwd = "void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<{D}, 64, 128, 8, 2, 4, 2, false, false, {C}, Flash_kernel_traits<{D}, 64, 128, 8, {C}> >, true, false, false, false, false, true, false, false>(Flash_bwd_params)";
-const std::string kFlashBwdConvert = "void flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<{D}, 64, 128, 8, 2, 4, 2, false, false, {C}, Flash_kernel_traits<{D}, 64, 128, 8, {C}> > >(Flash_bwd_params, int)";
-const std::string kSoftmax = "void (anonymous namespace)::scaled_upper_triang_masked_softmax_warp_forward<{T}, {T}, float, 11>({T}*, {T} const*, float, int, int, int)";
-const std::string kSoftmaxBwd = "void (anonymous namespace)::scaled_upper_triang_masked_softmax_warp_backward<{T}, {T}, float, 11>({T}*, {T}*, {T} const*, float, int, int, int)";
+const std::string kCast = VecKernel(
+    "at::native::(anonymous namespace)::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() "
+    "const::{lambda()#7}::operator()() const::{lambda(float)#1}",
+    2);
+const std::string kDropoutAdd =
+    "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<{T}, float, unsigned int, 1, 4, "
+    "bool>(at::cuda::detail::TensorInfo<{T} const, unsigned int>, at::cuda::detail::TensorInfo<{T}, unsigned int>, "
+    "at::cuda::detail::TensorInfo<bool, unsigned int>, unsigned int, float, at::PhiloxCudaState)";
+const std::string kDropoutBwd = VecKernel(
+    "at::native::(anonymous namespace)::masked_scale_kernel<bool, {T}, {T}>(at::Tensor&, at::Tensor const&, at::Tensor "
+    "const&, float)::{lambda({T}, bool)#1}",
+    3);
+const std::string kLayerNorm =
+    "void cuApplyLayerNorm<{T}, float, {T}>({T}*, float*, float*, {T} const*, int, int, float, {T} const*, {T} const*)";
+const std::string kRmsNorm =
+    "void cuApplyRMSNorm<{T}, float, {T}>({T}*, float*, {T} const*, int, int, float, {T} const*)";
+const std::string kNormGradInput =
+    "void cuComputeGradInput<{T}, float, {T}>({T} const*, {T} const*, int, int, float const*, float const*, float, {T} "
+    "const*, {T}*)";
+const std::string kNormGradGamma =
+    "void cuComputePartGradGammaBeta<{T}, float, {T}>({T} const*, {T} const*, int, int, float const*, float const*, "
+    "float, float*, float*)";
+const std::string kGelu = VecKernel(
+    "at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() "
+    "const::{lambda()#4}::operator()() const::{lambda({T})#1}",
+    2);
+const std::string kGeluBwd = VecKernel(
+    "at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() "
+    "const::{lambda()#4}::operator()() const::{lambda({T}, {T})#1}",
+    3);
+const std::string kSilu = VecKernel(
+    "at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() "
+    "const::{lambda()#4}::operator()() const::{lambda({T})#1}",
+    2);
+const std::string kSiluBwd = VecKernel(
+    "at::native::(anonymous namespace)::silu_backward_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() "
+    "const::{lambda()#4}::operator()() const::{lambda({T}, {T})#1}",
+    3);
+const std::string kRope =
+    "void fused_rope_forward<{T}>(int, int, int, int, int, int, int, int, int, int, {T} const*, float const*, {T}*)";
+const std::string kRopeBwd =
+    "void fused_rope_backward<{T}>(int, int, int, int, int, int, int, int, int, int, {T} const*, float const*, {T}*)";
+const std::string kBiasGrad = ReduceKernel(
+    "{T}, at::native::func_wrapper_t<{T}, at::native::sum_functor<{T}, float, "
+    "{T}>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>");
+const std::string kFlashFwd =
+    "void flash_fwd_kernel<Flash_fwd_kernel_traits<{D}, 128, 64, 4, false, false, {C}, Flash_kernel_traits<{D}, 128, "
+    "64, 4, {C}> >, false, true, false, false, true, true, false, false>(Flash_fwd_params)";
+const std::string kFlashBwdPrep =
+    "void flash_bwd_dot_do_o_kernel<true, Flash_bwd_kernel_traits<{D}, 64, 128, 8, 2, 4, 2, false, false, {C}, "
+    "Flash_kernel_traits<{D}, 64, 128, 8, {C}> > >(Flash_bwd_params)";
+const std::string kFlashBwd =
+    "void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<{D}, 64, 128, 8, 2, 4, 2, false, false, "
+    "{C}, Flash_kernel_traits<{D}, 64, 128, 8, {C}> >, true, false, false, false, false, true, false, "
+    "false>(Flash_bwd_params)";
+const std::string kFlashBwdConvert =
+    "void flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<{D}, 64, 128, 8, 2, 4, 2, false, false, {C}, "
+    "Flash_kernel_traits<{D}, 64, 128, 8, {C}> > >(Flash_bwd_params, int)";
+const std::string kSoftmax =
+    "void (anonymous namespace)::scaled_upper_triang_masked_softmax_warp_forward<{T}, {T}, float, 11>({T}*, {T} "
+    "const*, float, int, int, int)";
+const std::string kSoftmaxBwd =
+    "void (anonymous namespace)::scaled_upper_triang_masked_softmax_warp_backward<{T}, {T}, float, 11>({T}*, {T}*, {T} "
+    "const*, float, int, int, int)";
 const std::string kAttnDropout = kDropoutAdd;
-const std::string kEmbedding = "void at::native::(anonymous namespace)::indexSelectLargeIndex<{T}, long, unsigned int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<{T}, unsigned int>, at::cuda::detail::TensorInfo<{T} const, unsigned int>, at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned int, long)";
-const std::string kEmbeddingMask = VecKernel("at::native::(anonymous namespace)::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda({T}, bool)#1}", 3);
-const std::string kEmbeddingBwd = "void at::native::(anonymous namespace)::embedding_backward_feature_kernel<{T}, float, long>(long const*, {T} const*, float*, int, long, int, int)";
+const std::string kEmbedding =
+    "void at::native::(anonymous namespace)::indexSelectLargeIndex<{T}, long, unsigned int, 2, 2, -2, "
+    "true>(at::cuda::detail::TensorInfo<{T}, unsigned int>, at::cuda::detail::TensorInfo<{T} const, unsigned int>, "
+    "at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned int, long)";
+const std::string kEmbeddingMask = VecKernel(
+    "at::native::(anonymous namespace)::masked_fill_kernel(at::TensorIterator&, c10::Scalar "
+    "const&)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda({T}, bool)#1}",
+    3);
+const std::string kEmbeddingBwd =
+    "void at::native::(anonymous namespace)::embedding_backward_feature_kernel<{T}, float, long>(long const*, {T} "
+    "const*, float*, int, long, int, int)";
 const std::string kLogitsMax = ReduceKernel("float, at::native::MaxOps<float>");
-const std::string kLogitsSum = ReduceKernel("float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>");
+const std::string kLogitsSum = ReduceKernel(
+    "float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, "
+    "float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>");
 const std::string kLogitsSub = VecKernel("at::native::CUDAFunctor_sub<float>", 3);
-const std::string kLogitsGather = "void at::native::index_elementwise_kernel<128, 4, at::native::gpu_index_kernel<at::native::index_kernel_impl<at::native::OpaqueType<4> >(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>)::{lambda(char*, char const*, long)#1}>(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>, at::native::index_kernel_impl<at::native::OpaqueType<4> >(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>)::{lambda(char*, char const*, long)#1} const&)::{lambda(int)#1}>(long, at::native::gpu_index_kernel<at::native::index_kernel_impl<at::native::OpaqueType<4> >(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>)::{lambda(char*, char const*, long)#1}>(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>, at::native::index_kernel_impl<at::native::OpaqueType<4> >(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>)::{lambda(char*, char const*, long)#1} const&)::{lambda(int)#1})";
-const std::string kLogitsExp = VecKernel("at::native::exp_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}", 2);
-const std::string kLoss = VecKernel("at::native::(anonymous namespace)::log_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}", 2);
-const std::string kLossGrad = VecKernel("at::native::(anonymous namespace)::div_true_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}", 3);
-const std::string kL2Norm = "void multi_tensor_apply_kernel<TensorListMetadata<1>, L2NormFunctor<{T}, float>, float*, float*, bool, int>(long, int volatile*, TensorListMetadata<1>&, L2NormFunctor<{T}, float>, float*, float*, bool, int)";
-const std::string kAdam = "void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<{T}, float, long>, float, float, float, float, float, float, adamMode_t, float>(long, int volatile*, TensorListMetadata<4>&, AdamFunctor<{T}, float, long>, float, float, float, float, float, float, adamMode_t, float)";
+const std::string kLogitsGather =
+    "void at::native::index_elementwise_kernel<128, 4, "
+    "at::native::gpu_index_kernel<at::native::index_kernel_impl<at::native::OpaqueType<4> >(at::TensorIteratorBase&, "
+    "c10::ArrayRef<long>, c10::ArrayRef<long>)::{lambda(char*, char const*, long)#1}>(at::TensorIteratorBase&, "
+    "c10::ArrayRef<long>, c10::ArrayRef<long>, at::native::index_kernel_impl<at::native::OpaqueType<4> "
+    ">(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>)::{lambda(char*, char const*, long)#1} "
+    "const&)::{lambda(int)#1}>(long, "
+    "at::native::gpu_index_kernel<at::native::index_kernel_impl<at::native::OpaqueType<4> >(at::TensorIteratorBase&, "
+    "c10::ArrayRef<long>, c10::ArrayRef<long>)::{lambda(char*, char const*, long)#1}>(at::TensorIteratorBase&, "
+    "c10::ArrayRef<long>, c10::ArrayRef<long>, at::native::index_kernel_impl<at::native::OpaqueType<4> "
+    ">(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>)::{lambda(char*, char const*, long)#1} "
+    "const&)::{lambda(int)#1})";
+const std::string kLogitsExp = VecKernel(
+    "at::native::exp_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() "
+    "const::{lambda()#2}::operator()() const::{lambda(float)#1}",
+    2);
+const std::string kLoss = VecKernel(
+    "at::native::(anonymous namespace)::log_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() "
+    "const::{lambda()#2}::operator()() const::{lambda(float)#1}",
+    2);
+const std::string kLossGrad = VecKernel(
+    "at::native::(anonymous namespace)::div_true_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() "
+    "const::{lambda()#2}::operator()() const::{lambda(float, float)#1}",
+    3);
+const std::string kL2Norm =
+    "void multi_tensor_apply_kernel<TensorListMetadata<1>, L2NormFunctor<{T}, float>, float*, float*, bool, int>(long, "
+    "int volatile*, TensorListMetadata<1>&, L2NormFunctor<{T}, float>, float*, float*, bool, int)";
+const std::string kAdam =
+    "void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<{T}, float, long>, float, float, float, float, "
+    "float, float, adamMode_t, float>(long, int volatile*, TensorListMetadata<4>&, AdamFunctor<{T}, float, long>, "
+    "float, float, float, float, float, float, adamMode_t, float)";
 
 // cuBLAS's name for a GEMM of an m×n output; `layout` is tn (forward), nn (data gradient) or nt
 // (weight gradient). The tile follows the number of output tiles per SM, as cuBLAS's heuristic.
@@ -108,14 +189,14 @@ std::string GemmName(const Naming& nm, double m, double n, double batch, const c
   const double sms = nm.sm_count;
   if (nm.dtype_bytes == 4) return std::string("ampere_sgemm_") + (tiles >= sms ? "128x128_" : "128x64_") + layout;
   if (nm.hopper) {
-    const char* tile = tiles >= 2 * sms ? "128x256x64_warpgroupsize2x1x1"
+    const char* tile = tiles >= 2 * sms   ? "128x256x64_warpgroupsize2x1x1"
                        : tiles >= sms / 2 ? "128x128x64_warpgroupsize1x1x1"
                                           : "64x128x64_warpgroupsize1x1x1";
     return std::string("sm90_xmma_gemm_bf16bf16_bf16f32_f32_") + layout + "_n_tilesize" + tile +
            "_execute_segment_k_off_kernel__5x_cublas";
   }
-  const char* tile = tiles >= 4 * sms ? "256x128_ldg8_f2f_stages_64x3"
-                     : tiles >= sms   ? "128x128_ldg8_f2f_stages_64x3"
+  const char* tile = tiles >= 4 * sms   ? "256x128_ldg8_f2f_stages_64x3"
+                     : tiles >= sms     ? "128x128_ldg8_f2f_stages_64x3"
                      : tiles >= sms / 4 ? "128x64_ldg8_f2f_stages_64x4"
                                         : "64x64_sliced1x2_ldg8_f2f_stages_64x5";
   return std::string("ampere_bf16_s16816gemm_bf16_") + tile + "_" + layout;
@@ -130,9 +211,8 @@ std::string AllReduceName(const Naming& nm, double bytes, const char* op, const 
 
 // A kernel's work scaled by f (the same occupancy and launch overhead).
 KernelTraits Scaled(KernelTraits k, double f) {
-  for (double* x : {&k.tensor_flop, &k.fp32_flop, &k.fp64_flop, &k.int_ops, &k.sfu_ops, &k.lsu_ops,
-                    &k.dram_read_bytes, &k.dram_write_bytes, &k.l2_bytes, &k.l1_bytes,
-                    &k.shared_bytes, &k.link_bytes})
+  for (double* x : {&k.tensor_flop, &k.fp32_flop, &k.fp64_flop, &k.int_ops, &k.sfu_ops, &k.lsu_ops, &k.dram_read_bytes,
+                    &k.dram_write_bytes, &k.l2_bytes, &k.l1_bytes, &k.shared_bytes, &k.link_bytes})
     *x *= f;
   return k;
 }
@@ -167,8 +247,7 @@ Step Gemm(const Ctx& c, double m, double n, double k, const char* layout, double
 }
 // A linear layer's backward: data gradient (nn), weight gradient (nt), bias gradient (GPT).
 Step DataGrad(const Ctx& c, double rows, double out, double in) { return Gemm(c, rows, in, out, "nn"); }
-void WeightGrad(const Ctx& c, const Dims& d, double rows, double out, double in, bool bias,
-                std::vector<Step>* steps) {
+void WeightGrad(const Ctx& c, const Dims& d, double rows, double out, double in, bool bias, std::vector<Step>* steps) {
   steps->push_back(Gemm(c, out, in, rows, "nt", out * in));
   if (bias && !c.m.llama) steps->push_back(K(c, kBiasGrad, ReductionKernel(rows * out, d.B), out));
 }
@@ -233,8 +312,7 @@ void LayerForward(const Ctx& c, const Dims& d, bool residual_in, std::vector<Pha
   if (residual_in) attn.compute.push_back(ResidualAdd(c, d));
   attn.compute.push_back(Norm(c, d));
   attn.compute.push_back(Gemm(c, d.t, d.qkv, d.h, "tn"));
-  if (c.m.llama)
-    attn.compute.push_back(K(c, kRope, ElementwiseKernel(d.t * (d.heads + d.kv) * d.d, d.B, d.B, 6)));
+  if (c.m.llama) attn.compute.push_back(K(c, kRope, ElementwiseKernel(d.t * (d.heads + d.kv) * d.d, d.B, d.B, 6)));
   if (c.m.flash) {
     attn.compute.push_back(K(c, kFlashFwd, AttentionKernels(d.b, d.heads, d.s, d.d, d.B, true)[0]));
   } else {
@@ -339,8 +417,7 @@ void LayerBackward(const Ctx& c, const Dims& d, bool norm_above, std::vector<Pha
     attn.compute.push_back(batched(d.s, d.d, d.s, "nn"));  // dQ = dS·K
     attn.compute.push_back(batched(d.s, d.d, d.s, "tn"));  // dK = dSᵀ·Q
   }
-  if (c.m.llama)
-    attn.compute.push_back(K(c, kRopeBwd, ElementwiseKernel(d.t * (d.heads + d.kv) * d.d, d.B, d.B, 6)));
+  if (c.m.llama) attn.compute.push_back(K(c, kRopeBwd, ElementwiseKernel(d.t * (d.heads + d.kv) * d.d, d.B, d.B, 6)));
   attn.compute.push_back(DataGrad(c, d.t, d.qkv, d.h));
   EndWithAllReduce(c, &attn, d.t * d.h * d.B, "Sum", false);
   WeightGrad(c, d, d.t, d.qkv, d.h, true, &attn.overlap);

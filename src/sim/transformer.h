@@ -28,13 +28,13 @@ struct KernelTable {
 // How kernels are named on this device and data type.
 struct Naming {
   bool hopper = false;
-  bool nvlink = false;      // NCCL uses its LL128 protocol on NVLink only
+  bool nvlink = false;  // NCCL uses its LL128 protocol on NVLink only
   double sm_count = 1;
   int64_t dtype_bytes = 2;
-  std::string torch;        // {T}: c10::BFloat16 | float
-  std::string cutlass;      // {C}: cutlass::bfloat16_t
-  std::string nccl;         // bfloat16 | float
-  std::string head_dim;     // {D}
+  std::string torch;     // {T}: c10::BFloat16 | float
+  std::string cutlass;   // {C}: cutlass::bfloat16_t
+  std::string nccl;      // bfloat16 | float
+  std::string head_dim;  // {D}
 };
 
 Naming MakeNaming(const Spec& s);
@@ -62,10 +62,10 @@ struct Step {
 
 // Kernels that end in a tensor-parallel all-reduce of their output (none when tp = 1).
 struct Phase {
-  std::vector<Step> compute;     // stream 0; the first ones consume the previous all-reduce
+  std::vector<Step> compute;  // stream 0; the first ones consume the previous all-reduce
   int32_t allreduce_kernel = -1;
   double allreduce_bytes = 0;
-  std::vector<Step> overlap;     // after the all-reduce is issued and independent of it
+  std::vector<Step> overlap;  // after the all-reduce is issued and independent of it
 };
 
 // A model slice's passes over one micro-batch (or Domino chunk).

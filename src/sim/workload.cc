@@ -33,11 +33,20 @@ bool BuildFromSpec(const wl::Spec& s, Program* out, std::string* err) {
   p.link_bytes_per_s = s.link_bytes_per_s;
   const wl::Naming nm = wl::MakeNaming(s);
   switch (s.kind) {
-    case wl::Kind::kTp: wl::BuildTp(s, nm, &p); break;
-    case wl::Kind::kPp: wl::BuildPp(s, nm, &p); break;
-    case wl::Kind::kDp: wl::BuildDp(s, nm, &p); break;
-    case wl::Kind::kOffload: wl::BuildOffload(s, nm, &p); break;
-    case wl::Kind::kReplay: break;  // above
+    case wl::Kind::kTp:
+      wl::BuildTp(s, nm, &p);
+      break;
+    case wl::Kind::kPp:
+      wl::BuildPp(s, nm, &p);
+      break;
+    case wl::Kind::kDp:
+      wl::BuildDp(s, nm, &p);
+      break;
+    case wl::Kind::kOffload:
+      wl::BuildOffload(s, nm, &p);
+      break;
+    case wl::Kind::kReplay:
+      break;  // above
   }
   std::string why;
   if (!Validate(p, &why)) {  // a generator bug, not a spec error

@@ -8,10 +8,20 @@ namespace emo::sim::wl {
 
 namespace {
 
-const std::string kFlashDecode = "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<{D}, 64, 128, 4, false, false, {C}, Flash_kernel_traits<{D}, 64, 128, 4, {C}> >, false, true, false, false, true, false, true, false>(Flash_fwd_params)";
-const std::string kFlashDecodeCombine = "void flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<{D}, 64, 128, 4, false, false, {C}, Flash_kernel_traits<{D}, 64, 128, 4, {C}> >, 4, 3, false>(Flash_fwd_params)";
-const std::string kRouterSoftmax = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, {T}, float, {T}, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>({T}*, {T} const*, int)";
-const std::string kTopK = "void at::native::sbtopk::gatherTopK<{T}, unsigned int, 2, false>(at::cuda::detail::TensorInfo<{T} const, unsigned int>, unsigned int, unsigned int, bool, unsigned int, unsigned int, at::cuda::detail::TensorInfo<{T}, unsigned int>, unsigned int, at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int, {T}*)";
+const std::string kFlashDecode =
+    "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<{D}, 64, 128, 4, false, false, {C}, "
+    "Flash_kernel_traits<{D}, 64, 128, 4, {C}> >, false, true, false, false, true, false, true, "
+    "false>(Flash_fwd_params)";
+const std::string kFlashDecodeCombine =
+    "void flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<{D}, 64, 128, 4, false, false, {C}, "
+    "Flash_kernel_traits<{D}, 64, 128, 4, {C}> >, 4, 3, false>(Flash_fwd_params)";
+const std::string kRouterSoftmax =
+    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, {T}, float, {T}, at::native::(anonymous "
+    "namespace)::SoftMaxForwardEpilogue>({T}*, {T} const*, int)";
+const std::string kTopK =
+    "void at::native::sbtopk::gatherTopK<{T}, unsigned int, 2, false>(at::cuda::detail::TensorInfo<{T} const, unsigned "
+    "int>, unsigned int, unsigned int, bool, unsigned int, unsigned int, at::cuda::detail::TensorInfo<{T}, unsigned "
+    "int>, unsigned int, at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int, {T}*)";
 const std::string kArgmax = ReduceKernel("float, at::native::ArgMaxOps<float>");
 
 }  // namespace
@@ -56,8 +66,8 @@ void BuildOffload(const Spec& s, const Naming& nm, Program* p) {
     launch(Gemm(c, d.t, experts, d.h, "tn"));  // router
     launch(K(c, kRouterSoftmax, ElementwiseKernel(d.t * experts, d.B, d.B, 6)));
     launch(K(c, kTopK, ReductionKernel(d.t * experts, d.B)));
-    e.Copy(0, d.t * d.h * d.B, CopyDir::kDeviceToHost);                                  // hidden states
-    e.Copy(0, d.t * static_cast<double>(m.top_k) * (8 + 4), CopyDir::kDeviceToHost);     // expert ids, weights
+    e.Copy(0, d.t * d.h * d.B, CopyDir::kDeviceToHost);                               // hidden states
+    e.Copy(0, d.t * static_cast<double>(m.top_k) * (8 + 4), CopyDir::kDeviceToHost);  // expert ids, weights
     e.StreamSync(0);
     if (shared > 0) {  // the shared experts run on the GPU while the CPU computes the routed ones
       std::vector<Step> mlp;

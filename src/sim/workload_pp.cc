@@ -81,7 +81,8 @@ void BuildPp(const Spec& s, const Naming& nm, Program* p) {
   constexpr int32_t kPrevStream = 1, kNextStream = 2;
   for (int64_t st = 0; st < P; ++st) {
     const bool first = st == 0, last = st == P - 1;
-    const Passes passes = BuildPasses(c, static_cast<double>(s.model.batch), layers[static_cast<size_t>(st)], first, last);
+    const Passes passes =
+        BuildPasses(c, static_cast<double>(s.model.batch), layers[static_cast<size_t>(st)], first, last);
     Emitter e{{}, s.launch_gap_ns};
     auto pass = [&](const std::vector<Phase>& phases) {
       for (const Phase& ph : phases) {
@@ -106,17 +107,17 @@ void BuildPp(const Spec& s, const Naming& nm, Program* p) {
     for (int64_t i = 0; i < warmup; ++i) {
       if (!first) exchange(false);  // recv_forward
       pass(passes.forward);
-      if (!last) exchange(true);    // send_forward
+      if (!last) exchange(true);  // send_forward
     }
     if (steady > 0 && !first) exchange(false);  // recv_forward
     for (int64_t i = 0; i < steady; ++i) {
       pass(passes.forward);
-      if (!last) exchange(true);    // send_forward_recv_backward
+      if (!last) exchange(true);  // send_forward_recv_backward
       pass(passes.backward);
       if (!first) exchange(false);  // send_backward_recv_forward (send_backward on the last)
     }
     for (int64_t i = 0; i < warmup; ++i) {
-      if (!last) exchange(true);    // recv_backward
+      if (!last) exchange(true);  // recv_backward
       pass(passes.backward);
       if (!first) exchange(false);  // send_backward
     }

@@ -135,40 +135,34 @@ bool CheckSpec(const Spec& s, std::string* err) {
     return fail("model.heads", n(m.heads) + " does not divide model.hidden (" + n(m.hidden) + ")");
   if (!Divides(m.kv_heads, m.heads))
     return fail("model.kv_heads", n(m.kv_heads) + " does not divide model.heads (" + n(m.heads) + ")");
-  if (m.flash && m.dtype_bytes != 2)
-    return fail("model.attention", "flash attention needs model.dtype_bytes 2");
-  const bool moe = m.experts > 0 || m.top_k > 0 || m.expert_ffn > 0 || m.shared_experts > 0 ||
-                   m.dense_layers > 0;
-  if (s.kind != Kind::kOffload && moe)
-    return fail("model.experts", "MoE layers are supported by kind offload only");
+  if (m.flash && m.dtype_bytes != 2) return fail("model.attention", "flash attention needs model.dtype_bytes 2");
+  const bool moe = m.experts > 0 || m.top_k > 0 || m.expert_ffn > 0 || m.shared_experts > 0 || m.dense_layers > 0;
+  if (s.kind != Kind::kOffload && moe) return fail("model.experts", "MoE layers are supported by kind offload only");
   if (s.kind != Kind::kTp && p.tp != 1) return fail("parallel.tp", "only kind tp supports tp > 1");
   if (s.kind != Kind::kPp && p.pp != 1) return fail("parallel.pp", "only kind pp supports pp > 1");
   if (s.kind != Kind::kDp && p.dp != 1) return fail("parallel.dp", "only kind dp supports dp > 1");
   for (auto [field, degree] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.dp", p.dp}})
     if (degree > kMaxRanks) return fail(field, "at most " + n(kMaxRanks) + " GPUs (got " + n(degree) + ")");
   if (m.layers * p.microbatches * p.tp * p.dp > kMaxPasses)
-    return fail("parallel.microbatches", "model.layers × parallel.microbatches × GPUs above " +
-                                             n(kMaxPasses) + ": the program would be too large");
+    return fail("parallel.microbatches", "model.layers × parallel.microbatches × GPUs above " + n(kMaxPasses) +
+                                             ": the program would be too large");
   switch (s.kind) {
     case Kind::kTp:
       if (!Divides(p.tp, m.heads))
         return fail("parallel.tp", n(p.tp) + " does not divide model.heads (" + n(m.heads) + ")");
       if (!Divides(p.tp, m.kv_heads))
         return fail("parallel.tp", n(p.tp) + " does not divide model.kv_heads (" + n(m.kv_heads) + ")");
-      if (!Divides(p.tp, m.ffn))
-        return fail("parallel.tp", n(p.tp) + " does not divide model.ffn (" + n(m.ffn) + ")");
+      if (!Divides(p.tp, m.ffn)) return fail("parallel.tp", n(p.tp) + " does not divide model.ffn (" + n(m.ffn) + ")");
       if (!Divides(p.tp, m.vocab))
         return fail("parallel.tp", n(p.tp) + " does not divide model.vocab (" + n(m.vocab) + ")");
-      if (p.chunks != 1 && p.chunks != 2)
-        return fail("parallel.chunks", "expected 1 or 2 (got " + n(p.chunks) + ")");
+      if (p.chunks != 1 && p.chunks != 2) return fail("parallel.chunks", "expected 1 or 2 (got " + n(p.chunks) + ")");
       if (m.batch < p.chunks)
-        return fail("model.batch", "the micro-batch (" + n(m.batch) + ") cannot be split in " +
-                                       n(p.chunks) + " chunks; set parallel.chunks to 1");
+        return fail("model.batch", "the micro-batch (" + n(m.batch) + ") cannot be split in " + n(p.chunks) +
+                                       " chunks; set parallel.chunks to 1");
       break;
     case Kind::kPp:
       if (m.layers < p.pp)
-        return fail("parallel.pp", n(p.pp) + " stages need at least as many layers (model.layers " +
-                                       n(m.layers) + ")");
+        return fail("parallel.pp", n(p.pp) + " stages need at least as many layers (model.layers " + n(m.layers) + ")");
       break;
     case Kind::kDp:
     case Kind::kReplay:
@@ -178,8 +172,7 @@ bool CheckSpec(const Spec& s, std::string* err) {
       if (m.top_k < 1 || m.top_k > m.experts)
         return fail("model.top_k", "expected 1 to model.experts (" + n(m.experts) + ")");
       if (m.expert_ffn < 1) return fail("model.expert_ffn", "kind offload needs a positive integer");
-      if (m.dense_layers > m.layers)
-        return fail("model.dense_layers", "more than model.layers (" + n(m.layers) + ")");
+      if (m.dense_layers > m.layers) return fail("model.dense_layers", "more than model.layers (" + n(m.layers) + ")");
       break;
   }
   return true;
@@ -238,8 +231,7 @@ bool ReadSpec(const json& j, const std::string& default_name, Spec* s, std::stri
   }
 
   Fields model, parallel, cpu;
-  if (!top.Object("model", &model) || !top.Object("parallel", &parallel) || !top.Object("cpu", &cpu))
-    return false;
+  if (!top.Object("model", &model) || !top.Object("parallel", &parallel) || !top.Object("cpu", &cpu)) return false;
   if (model.obj == nullptr) return top.Fail("model", "missing (an object)");
   ModelSpec& m = s->model;
   int arch = 0, attention = 0;
@@ -247,13 +239,11 @@ bool ReadSpec(const json& j, const std::string& default_name, Spec* s, std::stri
       !model.Int("heads", 1, {}, &m.heads) || !model.Int("kv_heads", 1, m.heads, &m.kv_heads) ||
       !model.Int("seq", 1, {}, &m.seq) || !model.Int("batch", 1, {}, &m.batch) ||
       !model.Int("vocab", 1, {}, &m.vocab) || !model.Int("ffn", 1, 4 * m.hidden, &m.ffn) ||
-      !model.Int("dtype_bytes", 2, 2, &m.dtype_bytes) ||
-      !model.Choice("arch", {"gpt", "llama"}, 0, &arch) ||
-      !model.Choice("attention", {"flash", "unfused"}, 0, &attention) ||
-      !model.Int("experts", 0, 0, &m.experts) || !model.Int("top_k", 0, 0, &m.top_k) ||
-      !model.Int("expert_ffn", 0, 0, &m.expert_ffn) ||
-      !model.Int("shared_experts", 0, 0, &m.shared_experts) ||
-      !model.Int("dense_layers", 0, 0, &m.dense_layers) || !model.Finish())
+      !model.Int("dtype_bytes", 2, 2, &m.dtype_bytes) || !model.Choice("arch", {"gpt", "llama"}, 0, &arch) ||
+      !model.Choice("attention", {"flash", "unfused"}, 0, &attention) || !model.Int("experts", 0, 0, &m.experts) ||
+      !model.Int("top_k", 0, 0, &m.top_k) || !model.Int("expert_ffn", 0, 0, &m.expert_ffn) ||
+      !model.Int("shared_experts", 0, 0, &m.shared_experts) || !model.Int("dense_layers", 0, 0, &m.dense_layers) ||
+      !model.Finish())
     return false;
   if (m.dtype_bytes != 2 && m.dtype_bytes != 4)
     return model.Fail("dtype_bytes", "expected 2 or 4 (got " + std::to_string(m.dtype_bytes) + ")");
@@ -263,9 +253,8 @@ bool ReadSpec(const json& j, const std::string& default_name, Spec* s, std::stri
   ParallelSpec& p = s->parallel;
   int partition = 0;
   double bucket_mb = 25;
-  if (!parallel.Int("tp", 1, 1, &p.tp) || !parallel.Int("pp", 1, 1, &p.pp) ||
-      !parallel.Int("dp", 1, 1, &p.dp) || !parallel.Int("microbatches", 1, 1, &p.microbatches) ||
-      !parallel.Int("chunks", 1, 2, &p.chunks) ||
+  if (!parallel.Int("tp", 1, 1, &p.tp) || !parallel.Int("pp", 1, 1, &p.pp) || !parallel.Int("dp", 1, 1, &p.dp) ||
+      !parallel.Int("microbatches", 1, 1, &p.microbatches) || !parallel.Int("chunks", 1, 2, &p.chunks) ||
       !parallel.Choice("partition", {"uniform", "parameter"}, 0, &partition) ||
       !parallel.Number("bucket_mb", false, 25, &bucket_mb) || !parallel.Finish())
     return false;
@@ -273,8 +262,8 @@ bool ReadSpec(const json& j, const std::string& default_name, Spec* s, std::stri
   p.bucket_bytes = bucket_mb * 1024 * 1024;
 
   double gap_us = 6;
-  if (!cpu.Number("launch_gap_us", true, 6, &gap_us) ||
-      !cpu.Number("gflops", false, 1000, &s->cpu_gflops) || !cpu.Finish())
+  if (!cpu.Number("launch_gap_us", true, 6, &gap_us) || !cpu.Number("gflops", false, 1000, &s->cpu_gflops) ||
+      !cpu.Finish())
     return false;
   s->launch_gap_ns = gap_us * 1e3;
   if (!top.Finish()) return false;

@@ -10,8 +10,7 @@ namespace {
 
 // Tensor parallel with Domino overlap. Chunk c uses event 2c for "compute up to the all-reduce
 // done" (stream 0 → 1) and 2c+1 for "all-reduce done" (stream 1 → 0).
-void EmitDominoPhase(const std::vector<const Phase*>& chunks, int32_t group, Emitter* e,
-                     std::vector<bool>* pending) {
+void EmitDominoPhase(const std::vector<const Phase*>& chunks, int32_t group, Emitter* e, std::vector<bool>* pending) {
   for (size_t c = 0; c < chunks.size(); ++c) {
     const Phase& ph = *chunks[c];
     const int32_t ev_compute = static_cast<int32_t>(2 * c), ev_reduced = ev_compute + 1;

@@ -22,37 +22,56 @@ int64_t IdOrNone(uint32_t id) { return id == CUPTI_SYNCHRONIZATION_INVALID_VALUE
 
 const char* MemoryKindName(uint8_t k) {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "Pageable";
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "Pinned";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "Device";
-    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "Array";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "Managed";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "Device Static";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "Managed Static";
-    default: return "Unknown";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE:
+      return "Pageable";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
+      return "Pinned";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+      return "Device";
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
+      return "Array";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+      return "Managed";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
+      return "Device Static";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC:
+      return "Managed Static";
+    default:
+      return "Unknown";
   }
 }
 
 const char* CopyKindName(uint8_t k) {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
-    default: return "Unknown";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+      return "HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+      return "AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+      return "AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+      return "AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+      return "DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return "PtoP";
+    default:
+      return "Unknown";
   }
 }
 
 // Kineto's names, e.g. "Memcpy HtoD (Pageable -> Device)"; EMO's graph builder looks for "Pageable".
 std::string CopyName(uint8_t copy_kind, uint8_t src, uint8_t dst) {
-  return std::string("Memcpy ") + CopyKindName(copy_kind) + " (" + MemoryKindName(src) + " -> " +
-         MemoryKindName(dst) + ")";
+  return std::string("Memcpy ") + CopyKindName(copy_kind) + " (" + MemoryKindName(src) + " -> " + MemoryKindName(dst) +
+         ")";
 }
 
 // "ProfilerStep#12" -> 12, "emo.step" -> next_emo_step, anything else -> -1.
@@ -82,33 +101,56 @@ std::string KernelName(const char* name) {
 std::string BuiltinCallbackName(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     switch (cbid) {
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000: return "cudaLaunchKernel";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060: return "cudaLaunchKernelExC";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000: return "cudaGraphLaunch";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020: return "cudaMemcpy";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020: return "cudaMemcpyAsync";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020: return "cudaMemset";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020: return "cudaMemsetAsync";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020: return "cudaStreamSynchronize";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020: return "cudaEventSynchronize";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020: return "cudaDeviceSynchronize";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020: return "cudaEventRecord";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020: return "cudaStreamWaitEvent";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: return "cudaMalloc";
-      case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020: return "cudaFree";
-      default: return "";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+        return "cudaLaunchKernel";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+        return "cudaLaunchKernelExC";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+        return "cudaGraphLaunch";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+        return "cudaMemcpy";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+        return "cudaMemcpyAsync";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
+        return "cudaMemset";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
+        return "cudaMemsetAsync";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+        return "cudaStreamSynchronize";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+        return "cudaEventSynchronize";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+        return "cudaDeviceSynchronize";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020:
+        return "cudaEventRecord";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
+        return "cudaStreamWaitEvent";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020:
+        return "cudaMalloc";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020:
+        return "cudaFree";
+      default:
+        return "";
     }
   }
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel: return "cuLaunchKernel";
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx: return "cuLaunchKernelEx";
-      case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize: return "cuCtxSynchronize";
-      case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize: return "cuStreamSynchronize";
-      case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize: return "cuEventSynchronize";
-      case CUPTI_DRIVER_TRACE_CBID_cuEventRecord: return "cuEventRecord";
-      case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent: return "cuStreamWaitEvent";
-      default: return "";
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+        return "cuLaunchKernel";
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+        return "cuLaunchKernelEx";
+      case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+        return "cuCtxSynchronize";
+      case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+        return "cuStreamSynchronize";
+      case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+        return "cuEventSynchronize";
+      case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
+        return "cuEventRecord";
+      case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
+        return "cuStreamWaitEvent";
+      default:
+        return "";
     }
   }
   return "";
@@ -128,8 +170,8 @@ void CuptiRecordConverter::Add(const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto& r = *reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      AddOp(Ns(r.start), Ns(r.end), r.correlationId, r.deviceId, r.streamId,
-            trace_->names.Intern(KernelName(r.name)), GpuOpKind::kKernel, -1);
+      AddOp(Ns(r.start), Ns(r.end), r.correlationId, r.deviceId, r.streamId, trace_->names.Intern(KernelName(r.name)),
+            GpuOpKind::kKernel, -1);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -212,8 +254,8 @@ void CuptiRecordConverter::AddOp(int64_t start, int64_t end, int64_t correlation
   o.kind = kind;
   o.bytes = bytes;
   const std::string& n = trace_->names.Get(name);
-  o.is_comm = kind == GpuOpKind::kKernel && (n.starts_with("nccl") || n.starts_with("rccl") ||
-                                             n.starts_with("void nccl"));
+  o.is_comm =
+      kind == GpuOpKind::kKernel && (n.starts_with("nccl") || n.starts_with("rccl") || n.starts_with("void nccl"));
   rank().ops.push_back(o);
 }
 
@@ -221,10 +263,18 @@ void CuptiRecordConverter::AddSync(const CUpti_ActivitySynchronization2& r) {
   SyncRecord s;
   s.correlation = r.correlationId;
   switch (r.type) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: s.kind = SyncKind::kEventSync; break;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: s.kind = SyncKind::kStreamWaitEvent; break;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: s.kind = SyncKind::kStreamSync; break;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: s.kind = SyncKind::kContextSync; break;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+      s.kind = SyncKind::kEventSync;
+      break;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+      s.kind = SyncKind::kStreamWaitEvent;
+      break;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+      s.kind = SyncKind::kStreamSync;
+      break;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+      s.kind = SyncKind::kContextSync;
+      break;
     default:
       --converted_;
       ++skipped_;

@@ -51,20 +51,20 @@ class CuptiRecordConverter {
   int64_t skipped() const { return skipped_; }
 
  private:
-  struct EventRecord {   // one cudaEventRecord, from CUPTI_ACTIVITY_KIND_CUDA_EVENT
+  struct EventRecord {  // one cudaEventRecord, from CUPTI_ACTIVITY_KIND_CUDA_EVENT
     uint64_t sync_id = 0;
     uint32_t event_id = 0;
     int64_t stream = -1;
     int64_t correlation = -1;
   };
-  struct PendingWait {   // an event sync / stream wait whose event record may come in a later buffer
+  struct PendingWait {  // an event sync / stream wait whose event record may come in a later buffer
     size_t sync_index = 0;
     uint64_t sync_id = 0;
     uint32_t event_id = 0;
   };
   struct OpenRange {
     int64_t start_ns = 0;
-    int64_t step = -1;   // -1: not an iteration marker
+    int64_t step = -1;  // -1: not an iteration marker
   };
 
   RankTrace& rank() { return trace_->ranks[rank_index_]; }

@@ -66,8 +66,10 @@ bool MicrosToNanos(std::string_view tok, int64_t* out) {
     for (size_t i = 0; i < frac.size(); ++i) {
       char c = frac[i];
       if (c < '0' || c > '9') return false;
-      if (i < 3) ns += (c - '0') * scale, scale /= 10;
-      else if (i == 3 && c >= '5') ns += 1;  // round half up at the nanosecond
+      if (i < 3)
+        ns += (c - '0') * scale, scale /= 10;
+      else if (i == 3 && c >= '5')
+        ns += 1;  // round half up at the nanosecond
     }
   }
   *out = neg ? -ns : ns;
@@ -82,8 +84,10 @@ bool ReadInt(od::value v, int64_t* out) {
     case od::json_type::number: {
       od::number n;
       if (v.get_number().get(n)) return false;
-      if (n.is_int64()) *out = n.get_int64();
-      else if (n.is_uint64()) *out = static_cast<int64_t>(n.get_uint64());
+      if (n.is_int64())
+        *out = n.get_int64();
+      else if (n.is_uint64())
+        *out = static_cast<int64_t>(n.get_uint64());
       else {
         double d = n.get_double();
         if (!std::isfinite(d) || std::fabs(d) > 9.2e18) return false;
@@ -97,7 +101,8 @@ bool ReadInt(od::value v, int64_t* out) {
       auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
       return r.ec == std::errc();
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -196,7 +201,7 @@ class Parser {
   std::function<void(uint64_t)> progress_;
   uint64_t next_progress_ = uint64_t{256} << 20;
   bool failed_ = false;
-  std::string buf_;      // input window: bytes [base_, base_ + buf_.size())
+  std::string buf_;  // input window: bytes [base_, base_ + buf_.size())
   size_t base_ = 0;
   bool eof_ = false;
   std::string doc_text_;  // one chunk or value handed to simdjson, padded
@@ -209,9 +214,9 @@ class Parser {
   int64_t event_index_ = 0;
 };
 
-#define EMO_TRY(expr, what)                                 \
-  do {                                                      \
-    if (auto _e = (expr); _e) return FailDoc(_e, what);     \
+#define EMO_TRY(expr, what)                             \
+  do {                                                  \
+    if (auto _e = (expr); _e) return FailDoc(_e, what); \
   } while (0)
 
 bool Parser::SkipString(size_t* i) {
@@ -464,11 +469,13 @@ bool Parser::ParseEvent(od::object ev, RawEvent* e) {
       if (!ReadInt(v, &e->tid)) e->tid = -1;
     } else if (rkey == "ts") {
       std::string_view tok = v.raw_json_token();
-      if (!MicrosToNanos(tok, &e->ts_ns)) return FailDoc(simdjson::NUMBER_ERROR, "event #" + std::to_string(event_index_) + ": ts is not a number");
+      if (!MicrosToNanos(tok, &e->ts_ns))
+        return FailDoc(simdjson::NUMBER_ERROR, "event #" + std::to_string(event_index_) + ": ts is not a number");
       e->has_ts = true;
     } else if (rkey == "dur") {
       std::string_view tok = v.raw_json_token();
-      if (!MicrosToNanos(tok, &e->dur_ns)) return FailDoc(simdjson::NUMBER_ERROR, "event #" + std::to_string(event_index_) + ": dur is not a number");
+      if (!MicrosToNanos(tok, &e->dur_ns))
+        return FailDoc(simdjson::NUMBER_ERROR, "event #" + std::to_string(event_index_) + ": dur is not a number");
     } else if (rkey == "args") {
       od::object args;
       if (v.get_object().get(args)) continue;
@@ -486,17 +493,28 @@ bool Parser::ParseArgs(od::object args, RawEvent* e) {
     EMO_TRY(field.value().get(v), "bad args value in event #" + std::to_string(event_index_));
     int64_t* target = nullptr;
     std::string_view* text = nullptr;
-    if (rkey == "correlation") target = &e->correlation;
-    else if (rkey == "stream") target = &e->stream;
-    else if (rkey == "device") target = &e->device;
-    else if (rkey == "bytes") target = &e->bytes;
-    else if (rkey == "wait_on_stream") target = &e->wait_on_stream;
-    else if (rkey == "wait_on_cuda_event_record_corr_id") target = &e->record_corr;
-    else if (rkey == "wait_on_cuda_event_id") target = &e->event_id;
-    else if (rkey == "In msg nelems") target = &e->in_nelems;
-    else if (rkey == "cuda_sync_kind") text = &e->sync_kind;
-    else if (rkey == "Process Group Name") text = &e->process_group;
-    else if (rkey == "dtype") text = &e->dtype;
+    if (rkey == "correlation")
+      target = &e->correlation;
+    else if (rkey == "stream")
+      target = &e->stream;
+    else if (rkey == "device")
+      target = &e->device;
+    else if (rkey == "bytes")
+      target = &e->bytes;
+    else if (rkey == "wait_on_stream")
+      target = &e->wait_on_stream;
+    else if (rkey == "wait_on_cuda_event_record_corr_id")
+      target = &e->record_corr;
+    else if (rkey == "wait_on_cuda_event_id")
+      target = &e->event_id;
+    else if (rkey == "In msg nelems")
+      target = &e->in_nelems;
+    else if (rkey == "cuda_sync_kind")
+      text = &e->sync_kind;
+    else if (rkey == "Process Group Name")
+      text = &e->process_group;
+    else if (rkey == "dtype")
+      text = &e->dtype;
     if (target && !ReadInt(v, target)) *target = -1;
     if (text && v.get_string().get(*text)) *text = {};
   }
@@ -514,10 +532,14 @@ bool Parser::Store(const RawEvent& e) {
   // The older PyTorch profiler dialect (PyTorch <= 1.9) names the same records Runtime, Kernel,
   // Memcpy and Memset (its flows, async_gpu, are not needed: correlation ids are in args).
   std::string_view cat = e.cat;
-  if (cat == "Runtime") cat = "cuda_runtime";
-  else if (cat == "Kernel") cat = "kernel";
-  else if (cat == "Memcpy") cat = "gpu_memcpy";
-  else if (cat == "Memset") cat = "gpu_memset";
+  if (cat == "Runtime")
+    cat = "cuda_runtime";
+  else if (cat == "Kernel")
+    cat = "kernel";
+  else if (cat == "Memcpy")
+    cat = "gpu_memcpy";
+  else if (cat == "Memset")
+    cat = "gpu_memset";
   if (cat == "cuda_runtime" || cat == "cuda_driver") {
     CpuCall c;
     c.start_ns = e.ts_ns;
@@ -536,8 +558,8 @@ bool Parser::Store(const RawEvent& e) {
     o.device = static_cast<int32_t>(e.device >= 0 ? e.device : e.pid);
     o.name = trace_->names.Intern(e.name);
     o.kind = cat == "kernel" ? GpuOpKind::kKernel : cat == "gpu_memcpy" ? GpuOpKind::kMemcpy : GpuOpKind::kMemset;
-    o.is_comm = o.kind == GpuOpKind::kKernel && (StartsWith(e.name, "nccl") || StartsWith(e.name, "rccl") ||
-                                                  StartsWith(e.name, "void nccl"));
+    o.is_comm = o.kind == GpuOpKind::kKernel &&
+                (StartsWith(e.name, "nccl") || StartsWith(e.name, "rccl") || StartsWith(e.name, "void nccl"));
     if (!e.process_group.empty()) o.process_group = trace_->names.Intern(e.process_group);
     o.bytes = e.bytes;
     if (o.bytes < 0 && e.in_nelems >= 0) {
@@ -548,11 +570,16 @@ bool Parser::Store(const RawEvent& e) {
   } else if (cat == "cuda_sync") {
     SyncRecord s;
     std::string_view k = e.sync_kind.empty() ? e.name : e.sync_kind;
-    if (k == "Stream Sync") s.kind = SyncKind::kStreamSync;
-    else if (k == "Event Sync") s.kind = SyncKind::kEventSync;
-    else if (k == "Context Sync") s.kind = SyncKind::kContextSync;
-    else if (k == "Stream Wait Event") s.kind = SyncKind::kStreamWaitEvent;
-    else return true;  // a kind this version does not know: it adds no edge
+    if (k == "Stream Sync")
+      s.kind = SyncKind::kStreamSync;
+    else if (k == "Event Sync")
+      s.kind = SyncKind::kEventSync;
+    else if (k == "Context Sync")
+      s.kind = SyncKind::kContextSync;
+    else if (k == "Stream Wait Event")
+      s.kind = SyncKind::kStreamWaitEvent;
+    else
+      return true;  // a kind this version does not know: it adds no edge
     s.correlation = e.correlation;
     s.stream = e.stream == 4294967295LL ? -1 : e.stream;
     s.wait_on_stream = e.wait_on_stream;
@@ -573,8 +600,10 @@ bool Parser::Store(const RawEvent& e) {
     ThreadId t{e.pid, e.tid};
     auto it = std::find_if(rank_.autograd_threads.begin(), rank_.autograd_threads.end(),
                            [&](const auto& a) { return a.first == t; });
-    if (it == rank_.autograd_threads.end()) rank_.autograd_threads.push_back({t, 1});
-    else ++it->second;
+    if (it == rank_.autograd_threads.end())
+      rank_.autograd_threads.push_back({t, 1});
+    else
+      ++it->second;
   }
   return true;
 }

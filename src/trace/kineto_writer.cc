@@ -145,10 +145,14 @@ class Index {
 
 constexpr const char* SyncName(SyncKind k) {
   switch (k) {
-    case SyncKind::kStreamSync: return "Stream Sync";
-    case SyncKind::kEventSync: return "Event Sync";
-    case SyncKind::kContextSync: return "Context Sync";
-    case SyncKind::kStreamWaitEvent: return "Stream Wait Event";
+    case SyncKind::kStreamSync:
+      return "Stream Sync";
+    case SyncKind::kEventSync:
+      return "Event Sync";
+    case SyncKind::kContextSync:
+      return "Context Sync";
+    case SyncKind::kStreamWaitEvent:
+      return "Stream Wait Event";
   }
   return "Stream Sync";
 }
@@ -213,11 +217,19 @@ void Write(const Trace& trace, const RankTrace& r, std::string_view trace_name, 
   for (const auto& t : r.threads)
     if (std::find(cpu_pids.begin(), cpu_pids.end(), t.pid) == cpu_pids.end()) cpu_pids.push_back(t.pid);
   for (int64_t pid : cpu_pids)
-    begin_event().Raw("\"ph\": \"M\", \"name\": \"process_name\", \"pid\": ").Int(pid)
+    begin_event()
+        .Raw("\"ph\": \"M\", \"name\": \"process_name\", \"pid\": ")
+        .Int(pid)
         .Raw(", \"tid\": 0, \"ts\": 0.000, \"args\": {\"name\": \"python\"}}");
   for (const auto& t : r.threads)
-    begin_event().Raw("\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": ").Int(t.pid).Raw(", \"tid\": ").Int(t.tid)
-        .Raw(", \"ts\": 0.000, \"args\": {\"name\": \"thread ").Int(t.tid).Raw("\"}}");
+    begin_event()
+        .Raw("\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": ")
+        .Int(t.pid)
+        .Raw(", \"tid\": ")
+        .Int(t.tid)
+        .Raw(", \"ts\": 0.000, \"args\": {\"name\": \"thread ")
+        .Int(t.tid)
+        .Raw("\"}}");
   std::vector<std::pair<int64_t, int64_t>> gpu_tracks;  // (device, stream)
   gpu_tracks.reserve(r.ops.size() + r.syncs.size());
   for (const auto& op : r.ops) gpu_tracks.emplace_back(op.device, op.stream);
@@ -228,51 +240,104 @@ void Write(const Trace& trace, const RankTrace& r, std::string_view trace_name, 
   for (size_t i = 0; i < gpu_tracks.size(); ++i) {
     auto [device, stream] = gpu_tracks[i];
     if (i == 0 || gpu_tracks[i - 1].first != device)
-      begin_event().Raw("\"ph\": \"M\", \"name\": \"process_name\", \"pid\": ").Int(device)
-          .Raw(", \"tid\": 0, \"ts\": 0.000, \"args\": {\"name\": \"GPU ").Int(device).Raw("\"}}");
-    begin_event().Raw("\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": ").Int(device).Raw(", \"tid\": ").Int(stream)
-        .Raw(", \"ts\": 0.000, \"args\": {\"name\": \"stream ").Int(stream).Raw("\"}}");
+      begin_event()
+          .Raw("\"ph\": \"M\", \"name\": \"process_name\", \"pid\": ")
+          .Int(device)
+          .Raw(", \"tid\": 0, \"ts\": 0.000, \"args\": {\"name\": \"GPU ")
+          .Int(device)
+          .Raw("\"}}");
+    begin_event()
+        .Raw("\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": ")
+        .Int(device)
+        .Raw(", \"tid\": ")
+        .Int(stream)
+        .Raw(", \"ts\": 0.000, \"args\": {\"name\": \"stream ")
+        .Int(stream)
+        .Raw("\"}}");
   }
 
   // Iterations, on the first thread.
   const ThreadId main_thread = r.threads.empty() ? ThreadId{} : r.threads[0];
   for (const auto& it : r.iterations)
-    begin_event().Raw("\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#").Int(it.step)
-        .Raw("\", \"pid\": ").Int(main_thread.pid).Raw(", \"tid\": ").Int(main_thread.tid)
-        .Raw(", \"ts\": ").Micros(it.start_ns - base).Raw(", \"dur\": ").Micros(it.end_ns - it.start_ns)
+    begin_event()
+        .Raw("\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#")
+        .Int(it.step)
+        .Raw("\", \"pid\": ")
+        .Int(main_thread.pid)
+        .Raw(", \"tid\": ")
+        .Int(main_thread.tid)
+        .Raw(", \"ts\": ")
+        .Micros(it.start_ns - base)
+        .Raw(", \"dur\": ")
+        .Micros(it.end_ns - it.start_ns)
         .Raw(", \"args\": {}}");
 
   // CPU calls, grouped by thread in thread order (stable, so each thread keeps its order), so
   // that the importer meets the threads in the order of their indices.
   std::vector<uint32_t> order(r.calls.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (!std::is_sorted(r.calls.begin(), r.calls.end(), [](const CpuCall& a, const CpuCall& b) { return a.thread < b.thread; }))
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return r.calls[a].thread < r.calls[b].thread; });
+  if (!std::is_sorted(r.calls.begin(), r.calls.end(),
+                      [](const CpuCall& a, const CpuCall& b) { return a.thread < b.thread; }))
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return r.calls[a].thread < r.calls[b].thread; });
   for (uint32_t i : order) {
     const CpuCall& c = r.calls[i];
     const ThreadId t = c.thread < r.threads.size() ? r.threads[c.thread] : ThreadId{};
-    begin_event().Raw("\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": ").Str(names.Get(c.name))
-        .Raw(", \"pid\": ").Int(t.pid).Raw(", \"tid\": ").Int(t.tid)
-        .Raw(", \"ts\": ").Micros(c.start_ns - base).Raw(", \"dur\": ").Micros(c.end_ns - c.start_ns)
-        .Raw(", \"args\": {\"correlation\": ").Int(c.correlation).Raw(", \"cbid\": 0}}");
+    begin_event()
+        .Raw("\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": ")
+        .Str(names.Get(c.name))
+        .Raw(", \"pid\": ")
+        .Int(t.pid)
+        .Raw(", \"tid\": ")
+        .Int(t.tid)
+        .Raw(", \"ts\": ")
+        .Micros(c.start_ns - base)
+        .Raw(", \"dur\": ")
+        .Micros(c.end_ns - c.start_ns)
+        .Raw(", \"args\": {\"correlation\": ")
+        .Int(c.correlation)
+        .Raw(", \"cbid\": 0}}");
     // Flow start, on the first call of a correlation that launched GPU work.
     if (c.correlation >= 0 && call_by_corr.Find(c.correlation) == i && op_by_corr.Find(c.correlation) >= 0)
-      begin_event().Raw("\"ph\": \"s\", \"id\": ").Int(c.correlation)
-          .Raw(", \"pid\": ").Int(t.pid).Raw(", \"tid\": ").Int(t.tid)
-          .Raw(", \"ts\": ").Micros(c.start_ns - base).Raw(", \"cat\": \"ac2g\", \"name\": \"ac2g\"}");
+      begin_event()
+          .Raw("\"ph\": \"s\", \"id\": ")
+          .Int(c.correlation)
+          .Raw(", \"pid\": ")
+          .Int(t.pid)
+          .Raw(", \"tid\": ")
+          .Int(t.tid)
+          .Raw(", \"ts\": ")
+          .Micros(c.start_ns - base)
+          .Raw(", \"cat\": \"ac2g\", \"name\": \"ac2g\"}");
   }
 
   // GPU ops.
   for (uint32_t i = 0; i < r.ops.size(); ++i) {
     const GpuOp& op = r.ops[i];
-    const char* cat = op.kind == GpuOpKind::kKernel ? "kernel" : op.kind == GpuOpKind::kMemcpy ? "gpu_memcpy" : "gpu_memset";
-    begin_event().Raw("\"ph\": \"X\", \"cat\": \"").Raw(cat).Raw("\", \"name\": ").Str(names.Get(op.name))
-        .Raw(", \"pid\": ").Int(op.device).Raw(", \"tid\": ").Int(op.stream)
-        .Raw(", \"ts\": ").Micros(op.start_ns - base).Raw(", \"dur\": ").Micros(op.end_ns - op.start_ns)
+    const char* cat = op.kind == GpuOpKind::kKernel   ? "kernel"
+                      : op.kind == GpuOpKind::kMemcpy ? "gpu_memcpy"
+                                                      : "gpu_memset";
+    begin_event()
+        .Raw("\"ph\": \"X\", \"cat\": \"")
+        .Raw(cat)
+        .Raw("\", \"name\": ")
+        .Str(names.Get(op.name))
+        .Raw(", \"pid\": ")
+        .Int(op.device)
+        .Raw(", \"tid\": ")
+        .Int(op.stream)
+        .Raw(", \"ts\": ")
+        .Micros(op.start_ns - base)
+        .Raw(", \"dur\": ")
+        .Micros(op.end_ns - op.start_ns)
         .Raw(", \"args\": {");
     if (op.kind == GpuOpKind::kKernel) o.Raw("\"queued\": 0, ");
-    o.Raw("\"device\": ").Int(op.device).Raw(", \"stream\": ").Int(op.stream)
-        .Raw(", \"correlation\": ").Int(op.correlation);
+    o.Raw("\"device\": ")
+        .Int(op.device)
+        .Raw(", \"stream\": ")
+        .Int(op.stream)
+        .Raw(", \"correlation\": ")
+        .Int(op.correlation);
     if (op.kind == GpuOpKind::kKernel && op.is_comm && op.process_group != 0) {
       o.Raw(", \"Process Group Name\": ").Str(names.Get(op.process_group));
       if (op.bytes >= 0) o.Raw(", \"In msg nelems\": ").Int(op.bytes).Raw(", \"dtype\": \"Byte\"");
@@ -282,9 +347,16 @@ void Write(const Trace& trace, const RankTrace& r, std::string_view trace_name, 
     }
     o.Raw("}}");
     if (op.correlation >= 0 && op_by_corr.Find(op.correlation) == i && call_by_corr.Find(op.correlation) >= 0)
-      begin_event().Raw("\"ph\": \"f\", \"id\": ").Int(op.correlation)
-          .Raw(", \"pid\": ").Int(op.device).Raw(", \"tid\": ").Int(op.stream)
-          .Raw(", \"ts\": ").Micros(op.start_ns - base).Raw(", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}");
+      begin_event()
+          .Raw("\"ph\": \"f\", \"id\": ")
+          .Int(op.correlation)
+          .Raw(", \"pid\": ")
+          .Int(op.device)
+          .Raw(", \"tid\": ")
+          .Int(op.stream)
+          .Raw(", \"ts\": ")
+          .Micros(op.start_ns - base)
+          .Raw(", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}");
   }
 
   // Synchronisation records, timed as their API call.
@@ -294,14 +366,32 @@ void Write(const Trace& trace, const RankTrace& r, std::string_view trace_name, 
     const int64_t end = ci >= 0 ? r.calls[static_cast<size_t>(ci)].end_ns : base;
     const int64_t device = sync_device(s);
     const char* kind = SyncName(s.kind);
-    begin_event().Raw("\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"").Raw(kind)
-        .Raw("\", \"pid\": ").Int(device).Raw(", \"tid\": ").Int(s.stream)
-        .Raw(", \"ts\": ").Micros(start - base).Raw(", \"dur\": ").Micros(end - start)
-        .Raw(", \"args\": {\"cuda_sync_kind\": \"").Raw(kind)
-        .Raw("\", \"stream\": ").Int(s.stream).Raw(", \"wait_on_stream\": ").Int(s.wait_on_stream)
-        .Raw(", \"wait_on_cuda_event_record_corr_id\": ").Int(s.record_correlation)
-        .Raw(", \"wait_on_cuda_event_id\": ").Int(s.event_id)
-        .Raw(", \"correlation\": ").Int(s.correlation).Raw(", \"device\": ").Int(device).Raw("}}");
+    begin_event()
+        .Raw("\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"")
+        .Raw(kind)
+        .Raw("\", \"pid\": ")
+        .Int(device)
+        .Raw(", \"tid\": ")
+        .Int(s.stream)
+        .Raw(", \"ts\": ")
+        .Micros(start - base)
+        .Raw(", \"dur\": ")
+        .Micros(end - start)
+        .Raw(", \"args\": {\"cuda_sync_kind\": \"")
+        .Raw(kind)
+        .Raw("\", \"stream\": ")
+        .Int(s.stream)
+        .Raw(", \"wait_on_stream\": ")
+        .Int(s.wait_on_stream)
+        .Raw(", \"wait_on_cuda_event_record_corr_id\": ")
+        .Int(s.record_correlation)
+        .Raw(", \"wait_on_cuda_event_id\": ")
+        .Int(s.event_id)
+        .Raw(", \"correlation\": ")
+        .Int(s.correlation)
+        .Raw(", \"device\": ")
+        .Int(device)
+        .Raw("}}");
   }
 
   o.Raw(first_event ? "  ]\n}\n" : "\n  ]\n}\n");
@@ -361,8 +451,8 @@ void WriteKinetoJson(const Trace& trace, size_t rank_index, std::string* out) {
 
 bool WriteKinetoJson(const Trace& trace, size_t rank_index, const std::string& path, std::string* err) {
   if (rank_index >= trace.ranks.size()) {
-    *err = path + ": no rank " + std::to_string(rank_index) + " (the trace has " +
-           std::to_string(trace.ranks.size()) + ")";
+    *err = path + ": no rank " + std::to_string(rank_index) + " (the trace has " + std::to_string(trace.ranks.size()) +
+           ")";
     return false;
   }
   std::string text;

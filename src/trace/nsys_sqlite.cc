@@ -91,8 +91,8 @@ struct EventRecord {
 
 struct Process {
   RankTrace rank;
-  std::unordered_map<int64_t, CallKind> sync_calls;        // correlation -> kind, synchronising calls only
-  std::unordered_map<int64_t, EventRecord> by_sync_id;     // CUDA_EVENT eventSyncId -> record
+  std::unordered_map<int64_t, CallKind> sync_calls;                   // correlation -> kind, synchronising calls only
+  std::unordered_map<int64_t, EventRecord> by_sync_id;                // CUDA_EVENT eventSyncId -> record
   std::unordered_map<int64_t, std::vector<EventRecord>> by_event_id;  // eventId -> records by correlation
 };
 
@@ -126,7 +126,8 @@ class Loader {
  private:
   bool Fail(const std::string& what) {
     *err_ = path_ + ": " + what;
-    std::replace_if(err_->begin(), err_->end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+    std::replace_if(
+        err_->begin(), err_->end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
     return false;
   }
   bool SqlFail(std::string_view where) {
@@ -244,8 +245,8 @@ class Loader {
               (kind == GpuOpKind::kMemcpy ? Col(cols, "srcKind") + ", " + Col(cols, "dstKind") : "NULL, NULL");
     }
     std::unordered_map<int64_t, std::string> copy_kinds, mem_kinds;
-    if (kind == GpuOpKind::kMemcpy && (!ReadEnum("ENUM_CUDA_MEMCPY_OPER", &copy_kinds) ||
-                                       !ReadEnum("ENUM_CUDA_MEM_KIND", &mem_kinds)))
+    if (kind == GpuOpKind::kMemcpy &&
+        (!ReadEnum("ENUM_CUDA_MEMCPY_OPER", &copy_kinds) || !ReadEnum("ENUM_CUDA_MEM_KIND", &mem_kinds)))
       return false;
     // "CUDA_MEMOPR_MEMORY_KIND_PAGEABLE" -> "Pageable"; "" when unknown.
     auto mem_kind = [&](int64_t id) -> std::string {
@@ -335,14 +336,20 @@ class Loader {
     if (!ReadEnum("ENUM_CUPTI_SYNC_TYPE", &enum_names)) return false;
     std::unordered_map<int64_t, SyncKind> type_kind;
     if (enum_names.empty()) {
-      type_kind = {{1, SyncKind::kEventSync}, {2, SyncKind::kStreamWaitEvent},
-                   {3, SyncKind::kStreamSync}, {4, SyncKind::kContextSync}};
+      type_kind = {{1, SyncKind::kEventSync},
+                   {2, SyncKind::kStreamWaitEvent},
+                   {3, SyncKind::kStreamSync},
+                   {4, SyncKind::kContextSync}};
     }
     for (const auto& [id, name] : enum_names) {
-      if (Contains(name, "EVENT_SYNCHRONIZE")) type_kind[id] = SyncKind::kEventSync;
-      else if (Contains(name, "STREAM_WAIT_EVENT")) type_kind[id] = SyncKind::kStreamWaitEvent;
-      else if (Contains(name, "STREAM_SYNCHRONIZE")) type_kind[id] = SyncKind::kStreamSync;
-      else if (Contains(name, "CONTEXT_SYNCHRONIZE")) type_kind[id] = SyncKind::kContextSync;
+      if (Contains(name, "EVENT_SYNCHRONIZE"))
+        type_kind[id] = SyncKind::kEventSync;
+      else if (Contains(name, "STREAM_WAIT_EVENT"))
+        type_kind[id] = SyncKind::kStreamWaitEvent;
+      else if (Contains(name, "STREAM_SYNCHRONIZE"))
+        type_kind[id] = SyncKind::kStreamSync;
+      else if (Contains(name, "CONTEXT_SYNCHRONIZE"))
+        type_kind[id] = SyncKind::kContextSync;
     }
     const std::string sql = "SELECT globalPid, correlationId, streamId, syncType, " + Col(cols, "eventId") + ", " +
                             Col(cols, "eventSyncId") + " FROM " + t;
@@ -358,10 +365,18 @@ class Loader {
       auto call = r.correlation >= 0 ? p.sync_calls.find(r.correlation) : p.sync_calls.end();
       if (call != p.sync_calls.end()) {
         switch (call->second) {
-          case CallKind::kStreamSync: r.kind = SyncKind::kStreamSync; break;
-          case CallKind::kEventSync: r.kind = SyncKind::kEventSync; break;
-          case CallKind::kDeviceSync: r.kind = SyncKind::kContextSync; break;
-          default: r.kind = SyncKind::kStreamWaitEvent; break;  // kStreamWaitEvent, the only other kind kept
+          case CallKind::kStreamSync:
+            r.kind = SyncKind::kStreamSync;
+            break;
+          case CallKind::kEventSync:
+            r.kind = SyncKind::kEventSync;
+            break;
+          case CallKind::kDeviceSync:
+            r.kind = SyncKind::kContextSync;
+            break;
+          default:
+            r.kind = SyncKind::kStreamWaitEvent;
+            break;  // kStreamWaitEvent, the only other kind kept
         }
       } else {
         auto k = type_kind.find(Int(s, 3, 0));
@@ -379,9 +394,8 @@ class Loader {
         if (rec == nullptr && r.event_id >= 0 && r.correlation >= 0) {
           auto it = p.by_event_id.find(r.event_id);
           if (it != p.by_event_id.end()) {
-            auto after = std::lower_bound(
-                it->second.begin(), it->second.end(), r.correlation,
-                [](const EventRecord& e, int64_t corr) { return e.correlation < corr; });
+            auto after = std::lower_bound(it->second.begin(), it->second.end(), r.correlation,
+                                          [](const EventRecord& e, int64_t corr) { return e.correlation < corr; });
             if (after != it->second.begin()) rec = &*(after - 1);
           }
         }
@@ -477,8 +491,8 @@ class Loader {
   Stmt string_stmt_;
   std::unordered_set<std::string> tables_;
   std::unordered_map<int64_t, uint32_t> names_;  // StringIds id -> interned id
-  std::map<int64_t, Process> procs_;            // by pid
-  Process* last_ = nullptr;                     // cache for runs of rows of one process
+  std::map<int64_t, Process> procs_;             // by pid
+  Process* last_ = nullptr;                      // cache for runs of rows of one process
   int64_t last_pid_ = -1;
 };
 

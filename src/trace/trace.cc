@@ -16,21 +16,27 @@ uint32_t StringTable::Intern(std::string_view s) {
 
 const char* CallKindName(CallKind k) {
   switch (k) {
-    case CallKind::kOther: return "other";
-    case CallKind::kLaunch: return "launch";
-    case CallKind::kBlockingCopy: return "blocking_copy";
-    case CallKind::kStreamSync: return "stream_sync";
-    case CallKind::kEventSync: return "event_sync";
-    case CallKind::kDeviceSync: return "device_sync";
-    case CallKind::kEventRecord: return "event_record";
-    case CallKind::kStreamWaitEvent: return "stream_wait_event";
+    case CallKind::kOther:
+      return "other";
+    case CallKind::kLaunch:
+      return "launch";
+    case CallKind::kBlockingCopy:
+      return "blocking_copy";
+    case CallKind::kStreamSync:
+      return "stream_sync";
+    case CallKind::kEventSync:
+      return "event_sync";
+    case CallKind::kDeviceSync:
+      return "device_sync";
+    case CallKind::kEventRecord:
+      return "event_record";
+    case CallKind::kStreamWaitEvent:
+      return "stream_wait_event";
   }
   return "?";
 }
 
-static bool Contains(std::string_view s, std::string_view part) {
-  return s.find(part) != std::string_view::npos;
-}
+static bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 CallKind ClassifyCall(std::string_view n) {
   if (Contains(n, "StreamWaitEvent")) return CallKind::kStreamWaitEvent;

@@ -66,7 +66,7 @@ struct GpuOp {
   int32_t device = 0;
   uint32_t name = 0;
   GpuOpKind kind = GpuOpKind::kKernel;
-  bool is_comm = false;      // NCCL/RCCL kernel: communication, not compute
+  bool is_comm = false;  // NCCL/RCCL kernel: communication, not compute
   // Collective metadata, when the trace carries it (Kineto args); 0 / -1 when absent.
   uint32_t process_group = 0;  // StringTable id of the process group name
   int64_t collective_seq = -1;
@@ -77,10 +77,10 @@ struct GpuOp {
 // it tells what a blocking call or a cudaStreamWaitEvent waited on.
 enum class SyncKind : uint8_t { kStreamSync = 0, kEventSync = 1, kContextSync = 2, kStreamWaitEvent = 3 };
 struct SyncRecord {
-  int64_t correlation = -1;        // the API call this record belongs to
-  int64_t stream = -1;             // stream synchronised (kStreamSync) or made to wait (kStreamWaitEvent)
-  int64_t wait_on_stream = -1;     // stream of the awaited event record; -1 unknown
-  int64_t record_correlation = -1; // correlation of the cudaEventRecord awaited; -1 unknown
+  int64_t correlation = -1;         // the API call this record belongs to
+  int64_t stream = -1;              // stream synchronised (kStreamSync) or made to wait (kStreamWaitEvent)
+  int64_t wait_on_stream = -1;      // stream of the awaited event record; -1 unknown
+  int64_t record_correlation = -1;  // correlation of the cudaEventRecord awaited; -1 unknown
   int64_t event_id = -1;
   SyncKind kind = SyncKind::kStreamSync;
 };
@@ -99,20 +99,20 @@ struct ThreadId {
 };
 
 struct RankTrace {
-  std::string source;   // file it came from
-  int32_t rank = 0;     // distributedInfo.rank, or the file's position among the inputs
+  std::string source;  // file it came from
+  int32_t rank = 0;    // distributedInfo.rank, or the file's position among the inputs
   int32_t world_size = 1;
   std::string gpu_name;
-  int64_t clock_id = 0; // ranks with equal clock_id share a host clock (same host)
+  int64_t clock_id = 0;  // ranks with equal clock_id share a host clock (same host)
   std::vector<ThreadId> threads;
-  std::vector<CpuCall> calls;   // sorted by (thread, start) after Finish()
-  std::vector<GpuOp> ops;       // sorted by start after Finish()
+  std::vector<CpuCall> calls;  // sorted by (thread, start) after Finish()
+  std::vector<GpuOp> ops;      // sorted by start after Finish()
   std::vector<SyncRecord> syncs;
   std::vector<Iteration> iterations;
   // Threads that ran PyTorch autograd engine work (cpu_op "autograd::engine::evaluate_function: ..."),
   // with how many such ops each ran; the graph builder names hand-offs to and from them.
   std::vector<std::pair<ThreadId, int64_t>> autograd_threads;
-  int64_t events_read = 0;      // raw records consumed, for throughput figures
+  int64_t events_read = 0;  // raw records consumed, for throughput figures
 
   uint32_t ThreadIndex(int64_t pid, int64_t tid);
   // Sorts the vectors into the orders documented above. Importers call it last.

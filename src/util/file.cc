@@ -12,9 +12,9 @@ namespace emo {
 
 struct ByteStream::Gzip {
   z_stream zs{};
-  std::string in;       // compressed bytes not yet consumed
+  std::string in;  // compressed bytes not yet consumed
   bool file_eof = false;
-  bool ended = false;   // the last member's end was seen with no input after it
+  bool ended = false;  // the last member's end was seen with no input after it
   ~Gzip() { inflateEnd(&zs); }
 };
 
@@ -93,8 +93,10 @@ bool ByteStream::Read(std::string* out, bool* eof, std::string* err) {
     filled += before - g.zs.avail_out;
     produced_ += before - g.zs.avail_out;
     if (rc == Z_STREAM_END) {
-      if (g.zs.avail_in == 0 && g.file_eof) g.ended = true;
-      else inflateReset(&g.zs);  // concatenated gzip members
+      if (g.zs.avail_in == 0 && g.file_eof)
+        g.ended = true;
+      else
+        inflateReset(&g.zs);  // concatenated gzip members
     } else if (rc == Z_BUF_ERROR && g.zs.avail_in == 0 && g.file_eof) {
       *err = path_ + ": truncated gzip stream after " + std::to_string(produced_) + " decompressed bytes";
       return false;

@@ -19,7 +19,7 @@ class ByteStream {
   static constexpr size_t kPiece = 1 << 20;  // bytes appended per Read
 
   ByteStream(const char* data, size_t size);  // reads from memory
-  ByteStream();                                 // reads from Open()'s file
+  ByteStream();                               // reads from Open()'s file
   ~ByteStream();
   ByteStream(const ByteStream&) = delete;
   ByteStream& operator=(const ByteStream&) = delete;

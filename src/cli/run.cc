@@ -7,15 +7,9 @@
 #include "cli/run.h"
 
 #include <fmt/core.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -24,21 +18,11 @@
 #include "apply/policy_player.h"
 #include "apply/realtime_host.h"
 #include "apply/step_socket.h"
+#include "cli/child.h"
 #include "cli/gpu_backend.h"
 #include "online/registry.h"
 
-extern char** environ;
-
 namespace emo {
-namespace {
-
-volatile sig_atomic_t g_child = 0;
-
-void Forward(int sig) {
-  if (g_child > 0) kill(static_cast<pid_t>(g_child), sig);
-}
-
-}  // namespace
 
 int RunCommand(const RunOptions& opt) {
   std::string err;
@@ -82,40 +66,22 @@ int RunCommand(const RunOptions& opt) {
   }
   setenv(kStepSocketEnv, steps.path().c_str(), 1);
 
-  struct sigaction forward {
-  }, old_int{}, old_term{}, old_hup{};
-  forward.sa_handler = Forward;
-  sigemptyset(&forward.sa_mask);
-  sigaction(SIGINT, &forward, &old_int);
-  sigaction(SIGTERM, &forward, &old_term);
-  sigaction(SIGHUP, &forward, &old_hup);
-
-  std::vector<char*> argv;
-  for (const std::string& a : opt.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
   // The whole run is the window: its time from the wall clock, its energy from the counters, and
   // the iterations the job reported.
+  // Signals go to the job until the GPUs are restored.
+  const SignalGuard guard;
   meter.Open(0);
   host.Start();
-  pid_t pid = 0;
-  const int spawn_rc = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
-  int status = 0;
-  if (spawn_rc == 0) {
-    g_child = pid;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    g_child = 0;
-  }
+  int code = 1;
+  std::string spawn_err;
+  const bool spawned = RunChild(opt.command, &code, &spawn_err);
   steps.Close();
   const double end_ns = host.NowNs();
   host.Stop();  // Finish(): every controller resets what it changed
   std::string restore_err;
   const bool restored = backend.RestoreAll(&restore_err);
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
-  if (spawn_rc != 0) {
-    fmt::print(stderr, "emo run: cannot start {}: {}\n", opt.command[0], std::strerror(spawn_rc));
+  if (!spawned) {
+    fmt::print(stderr, "emo run: {}\n", spawn_err);
     return 1;
   }
   if (!player.error().empty()) fmt::print(stderr, "emo run: {}: {}\n", opt.policy, player.error());
@@ -127,7 +93,6 @@ int RunCommand(const RunOptions& opt) {
 
   Measurement m;
   const bool measured = meter.Close(end_ns, &m, &err);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
   if (measured)
     fmt::print(stderr, "emo run: {} exited with {} after {:.3f} s and {} iterations; {:.1f} J on {} GPUs{}\n",
                opt.command[0], code, m.window_s, m.iterations, m.energy_j, gpus->Count(),

@@ -4,33 +4,22 @@
 #include "cli/trace.h"
 
 #include <fmt/core.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <system_error>
 #include <vector>
 
-extern char** environ;
+#include "cli/child.h"
 
 namespace emo {
 #ifdef EMO_HAVE_CUPTI
 namespace {
 
 namespace fs = std::filesystem;
-
-volatile sig_atomic_t g_trace_child = 0;
-
-void ForwardToChild(int sig) {
-  if (g_trace_child > 0) kill(static_cast<pid_t>(g_trace_child), sig);
-}
 
 // $EMO_INJECT_LIBRARY, else libemo_inject.so in the emo binary's directory.
 std::string InjectLibrary() {
@@ -70,33 +59,13 @@ int RunTrace(const TraceOptions& opt) {
   setenv("CUDA_INJECTION64_PATH", fs::absolute(library).c_str(), 1);
   setenv("EMO_TRACE_DIR", dir.c_str(), 1);
 
-  struct sigaction forward {
-  }, old_int{}, old_term{}, old_hup{};
-  forward.sa_handler = ForwardToChild;
-  sigemptyset(&forward.sa_mask);
-  sigaction(SIGINT, &forward, &old_int);
-  sigaction(SIGTERM, &forward, &old_term);
-  sigaction(SIGHUP, &forward, &old_hup);
-  std::vector<char*> argv;
-  for (const std::string& a : opt.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawn_rc = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
-  int status = 0;
-  if (spawn_rc == 0) {
-    g_trace_child = pid;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    g_trace_child = 0;
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
-  if (spawn_rc != 0) {
-    fmt::print(stderr, "emo trace: cannot start {}: {}\n", opt.command[0], std::strerror(spawn_rc));
+  int code = 1;
+  std::string err;
+  const SignalGuard guard;
+  if (!RunChild(opt.command, &code, &err)) {
+    fmt::print(stderr, "emo trace: {}\n", err);
     return 1;
   }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 
   std::vector<std::string> written;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {

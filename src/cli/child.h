@@ -1,0 +1,28 @@
+// child.h — runs a user's command as EMO's child process (emo run, emo trace). While a
+// SignalGuard lives, SIGINT, SIGTERM and SIGHUP that would end EMO go to the child instead (and
+// are ignored when no child runs), so EMO outlives it and restores the GPUs and writes its results.
+#pragma once
+
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+namespace emo {
+
+class SignalGuard {
+ public:
+  SignalGuard();
+  ~SignalGuard();
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+
+ private:
+  struct sigaction old_[3];
+};
+
+// Runs `command` (searched on PATH) with EMO's environment and waits for it. False with *err when
+// it could not start; otherwise *exit_code is its exit status (128 + the signal that ended it).
+bool RunChild(const std::vector<std::string>& command, int* exit_code, std::string* err);
+
+}  // namespace emo

@@ -11,6 +11,7 @@
 #include "apply/step_socket.h"
 #include "device/frequency_policy.h"
 #include "fake_gpus.h"
+#include "fake_metric_source.h"
 #include "online/geepafs.h"
 #include "online/registry.h"
 
@@ -45,6 +46,43 @@ TEST(FrequencyPolicy, SortsChangesAndNamesBadFields) {
   EXPECT_EQ(err, "p: field gpus[0].changes[0].mhz: expected a positive integer of MHz");
   EXPECT_FALSE(ParsePolicy("p", "{\"gpus\": [", &p, &err));
   EXPECT_EQ(err, "p: not JSON");
+}
+
+// A range's counters are its kernels' sums, except warps per active cycle, an average weighted by
+// active cycles: kernels of 100 cycles at 32 warps and 300 cycles at 64 warps give 56 warps.
+TEST(MetricSource, RangesSumTheirKernelsAndAverageWarpsByCycles) {
+  FakeMetricSource source;
+  auto kernel = [](double cycles, double warps, double dram, double ns) {
+    PackMetrics m;
+    m.v[kSmCyclesActive] = cycles;
+    m.v[kWarpsPerActiveCycle] = warps;
+    m.v[kDramReadBytes] = dram;
+    m.kernels = 1;
+    m.time_ns = ns;
+    m.sm_mhz = 1410;
+    return m;
+  };
+  source.kernels[0] = {kernel(100, 32, 1e6, 10), kernel(300, 64, 3e6, 30), kernel(50, 8, 0, 5)};
+  source.passes_per_range = 3;
+  std::vector<PackMetrics> out;
+  ProfileCost cost;
+  std::string err;
+  ASSERT_TRUE(source.Profile({{0, 0, 1}, {0, 2, 2}}, &out, &cost, &err)) << err;
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_DOUBLE_EQ(out[0].v[kSmCyclesActive], 400);
+  EXPECT_DOUBLE_EQ(out[0].v[kWarpsPerActiveCycle], 56);
+  EXPECT_DOUBLE_EQ(out[0].v[kDramReadBytes], 4e6);
+  EXPECT_EQ(out[0].kernels, 2);
+  EXPECT_DOUBLE_EQ(out[0].time_ns, 40);
+  EXPECT_DOUBLE_EQ(out[0].sm_mhz, 1410);
+  EXPECT_DOUBLE_EQ(out[1].v[kWarpsPerActiveCycle], 8);
+  EXPECT_EQ(cost.ranges, 2);
+  EXPECT_EQ(cost.passes, 6);
+  EXPECT_EQ(cost.kernels_profiled, 9);
+  EXPECT_FALSE(source.Profile({{0, 2, 3}}, &out, &cost, &err));
+  EXPECT_EQ(err, "no kernels 2..3 on GPU 0");
+  EXPECT_STREQ(MetricCuptiName(kDramReadBytes), "dram__bytes_read.sum");
+  EXPECT_STREQ(MetricName(kInstTensor), "inst_tensor");
 }
 
 // Two GPUs whose counters the test advances by hand: 100 J and 50 J per iteration, 10 ms each.

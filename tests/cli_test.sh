@@ -132,6 +132,18 @@ PY
     -- python3 "$tmp/steps.py" 3 >/dev/null 2>&1
   check "a policy locks GPU 1 at each step and is reset at the end" bash -c \
     "test \$(grep -c '^lock 1 1005' '$tmp/nvml.log') -eq 3 && tail -1 '$tmp/nvml.log' | grep -q '^reset 1'"
+  # SIGKILL of EMO itself, after the policy locked GPU 1: its watchdog process unlocks it.
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --policy "$tmp/p1.json" \
+    -- python3 "$tmp/steps.py" 300 >/dev/null 2>"$tmp/wd.err" &
+  run_pid=$!
+  for _ in $(seq 200); do grep -q '^lock 1' "$tmp/nvml.log" 2>/dev/null && break; sleep 0.05; done
+  kill -KILL "$run_pid"
+  wait "$run_pid" 2>/dev/null
+  for _ in $(seq 200); do grep -q 'emo watchdog: EMO ended without restoring' "$tmp/wd.err" && break; sleep 0.05; done
+  check "after SIGKILL of EMO, its watchdog unlocks the GPU EMO locked" bash -c \
+    "grep -q '^lock 1' '$tmp/nvml.log' && tail -1 '$tmp/nvml.log' | grep -q '^reset 1'"
+  check "and says so" grep -q "emo watchdog: EMO ended without restoring the GPUs" "$tmp/wd.err"
 fi
 EMO_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$emo" gpus >/dev/null 2>"$tmp/err"; rc=$?
 check "gpus without a driver exits 1" test $rc -eq 1

@@ -172,6 +172,8 @@ std::vector<int> NvmlGpuControl::SupportedClocks(int gpu) const { return gpus_[s
 bool NvmlGpuControl::SetLockedClock(int gpu, int mhz, std::string* err) {
   Gpu& g = gpus_[static_cast<size_t>(gpu)];
   const unsigned int f = static_cast<unsigned int>(std::max(mhz, 0));
+  // The watchdog hears of the lock before it is made, so no lock can outlive both processes.
+  if (!g.locked && watchdog_) watchdog_->Locked(gpu);
   if (!Check(gpu, api_->SetGpuLockedClocks(g.handle, f, f), "nvmlDeviceSetGpuLockedClocks", err)) return false;
   g.locked = true;
   return true;
@@ -191,9 +193,20 @@ bool NvmlGpuControl::SetPowerLimit(int gpu, double watts, std::string* err) {
       !Check(gpu, api_->GetPowerManagementLimit(g.handle, &before), "nvmlDeviceGetPowerManagementLimit", err))
     return false;
   const unsigned int mw = static_cast<unsigned int>(std::lround(std::max(watts, 0.0) * 1000));
+  if (g.original_limit_mw == 0 && watchdog_) watchdog_->LimitChanged(gpu, before);
   if (!Check(gpu, api_->SetPowerManagementLimit(g.handle, mw), "nvmlDeviceSetPowerManagementLimit", err)) return false;
   if (g.original_limit_mw == 0) g.original_limit_mw = before;
   return true;
+}
+
+bool NvmlGpuControl::RestoreForOther(int gpu, bool clocks, unsigned int limit_mw, std::string* err) {
+  if (gpu < 0 || gpu >= Count()) {
+    *err = "no GPU " + std::to_string(gpu) + " (there are " + std::to_string(Count()) + ")";
+    return false;
+  }
+  const Gpu& g = gpus_[static_cast<size_t>(gpu)];
+  if (clocks) return Check(gpu, api_->ResetGpuLockedClocks(g.handle), "nvmlDeviceResetGpuLockedClocks", err);
+  return Check(gpu, api_->SetPowerManagementLimit(g.handle, limit_mw), "nvmlDeviceSetPowerManagementLimit", err);
 }
 
 bool NvmlGpuControl::RestoreAll(std::string* err) {

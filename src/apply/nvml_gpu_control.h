@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "apply/watchdog.h"
 #include "device/gpu_control.h"
 
 namespace emo {
@@ -44,6 +45,12 @@ class NvmlGpuControl : public GpuControl {
   // Unlocks the GPU's clocks and sets its power limit to the default, whoever changed them (the
   // recovery after a process that held them died).
   bool ResetToDefaults(int gpu, std::string* err);
+  // Tells `w` of every clock this object locks and every power limit it changes, so that the
+  // watchdog can restore them if this process dies first.
+  void Watch(Watchdog* w) { watchdog_ = w; }
+  // Puts back what another (dead) process changed: unlocks the clocks (`clocks`) or sets the power
+  // limit to limit_mw, without remembering it as a change of this object's.
+  bool RestoreForOther(int gpu, bool clocks, unsigned int limit_mw, std::string* err);
   // The last telemetry read that failed, or "".
   std::string error() const override { return error_; }
 
@@ -55,6 +62,7 @@ class NvmlGpuControl : public GpuControl {
   std::optional<double> Read(int gpu, int rc, const char* call, double value) const;
 
   std::unique_ptr<Api> api_;
+  Watchdog* watchdog_ = nullptr;
   std::vector<Gpu> gpus_;
   mutable std::string error_;
 };

@@ -18,6 +18,7 @@
 #include "apply/policy_player.h"
 #include "apply/realtime_host.h"
 #include "apply/step_socket.h"
+#include "apply/watchdog.h"
 #include "cli/child.h"
 #include "cli/gpu_backend.h"
 #include "online/registry.h"
@@ -36,11 +37,18 @@ int RunCommand(const RunOptions& opt) {
     fmt::print(stderr, "emo run: {}\n", err);
     return 1;
   }
+  // Started before any GPU is touched (and any thread): if EMO dies, it restores what EMO changed.
+  Watchdog watchdog;
+  if (opt.backend == "nvml" && !watchdog.Start(&err)) {
+    fmt::print(stderr, "emo run: {}\n", err);
+    return 1;
+  }
   GpuBackend backend;
   if (!backend.Open(opt.backend, &err)) {
     fmt::print(stderr, "emo run: {}\n", err);
     return 1;
   }
+  if (backend.nvml) backend.nvml->Watch(&watchdog);
   GpuControl* gpus = backend.gpus;  // either back end
   for (const auto& g : policy.gpus)
     if (g.gpu >= gpus->Count()) {
@@ -80,6 +88,7 @@ int RunCommand(const RunOptions& opt) {
   host.Stop();  // Finish(): every controller resets what it changed
   std::string restore_err;
   const bool restored = backend.RestoreAll(&restore_err);
+  if (restored) watchdog.Done();
   if (!spawned) {
     fmt::print(stderr, "emo run: {}\n", spawn_err);
     return 1;

@@ -1,0 +1,114 @@
+// watchdog.cc — the watchdog process: reads what EMO changed until the pipe closes, then restores it.
+#include "apply/watchdog.h"
+
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "apply/nvml_gpu_control.h"
+
+namespace emo {
+namespace {
+
+// The watchdog's whole life: collect "lock G" / "limit G MW" / "done" lines until EOF, then act.
+[[noreturn]] void Watch(int fd) {
+  // Signals meant for EMO's process group (Ctrl-C, a hang-up) must not end the watchdog first.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  std::string text;
+  char buf[512];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  std::map<int, bool> locked;            // GPU -> clocks locked
+  std::map<int, unsigned int> original;  // GPU -> power limit to restore, mW
+  bool done = false;
+  std::istringstream lines(text);
+  std::string what;
+  while (lines >> what) {
+    int gpu = -1;
+    if (what == "done") done = true;
+    if (what == "lock" && lines >> gpu) locked[gpu] = true;
+    if (what == "limit" && lines >> gpu) {
+      unsigned int mw = 0;
+      if (lines >> mw && !original.count(gpu)) original[gpu] = mw;
+    }
+  }
+  if (done || (locked.empty() && original.empty())) _exit(0);
+  std::string err;
+  std::unique_ptr<NvmlGpuControl> nvml = NvmlGpuControl::Open(&err);
+  if (!nvml) {
+    fmt::print(stderr,
+               "emo watchdog: EMO ended without restoring the GPUs and NVML failed: {} (run `emo gpus --reset`)\n",
+               err);
+    _exit(1);
+  }
+  int failed = 0;
+  for (const auto& [gpu, yes] : locked)
+    if (yes && !nvml->RestoreForOther(gpu, true, 0, &err)) ++failed, fmt::print(stderr, "emo watchdog: {}\n", err);
+  for (const auto& [gpu, mw] : original)
+    if (!nvml->RestoreForOther(gpu, false, mw, &err)) ++failed, fmt::print(stderr, "emo watchdog: {}\n", err);
+  fmt::print(stderr,
+             "emo watchdog: EMO ended without restoring the GPUs; unlocked {} and restored {} power limit{}{}\n",
+             locked.size() == 1 ? "one GPU's clocks" : fmt::format("{} GPUs' clocks", locked.size()), original.size(),
+             original.size() == 1 ? "" : "s", failed ? fmt::format(", {} failed", failed) : "");
+  _exit(failed ? 1 : 0);
+}
+
+}  // namespace
+
+bool Watchdog::Start(std::string* err) {
+  int fds[2];
+  // Close-on-exec: the job EMO starts must not hold the pipe open after EMO is gone.
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    *err = std::string("watchdog pipe: ") + std::strerror(errno);
+    return false;
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    *err = std::string("watchdog fork: ") + std::strerror(errno);
+    close(fds[0]), close(fds[1]);
+    return false;
+  }
+  if (pid == 0) {
+    close(fds[1]);
+    Watch(fds[0]);
+  }
+  close(fds[0]);
+  fd_ = fds[1];
+  return true;
+}
+
+void Watchdog::Send(const std::string& line) {
+  if (fd_ < 0) return;
+  // Lines are short, so each write is atomic; a watchdog that is gone must not kill EMO (SIGPIPE).
+  const sighandler_t old = signal(SIGPIPE, SIG_IGN);
+  if (write(fd_, line.data(), line.size()) < 0) {
+    close(fd_);
+    fd_ = -1;
+  }
+  signal(SIGPIPE, old);
+}
+
+void Watchdog::Locked(int gpu) { Send(fmt::format("lock {}\n", gpu)); }
+void Watchdog::LimitChanged(int gpu, unsigned int original_mw) { Send(fmt::format("limit {} {}\n", gpu, original_mw)); }
+void Watchdog::Done() { Send("done\n"); }
+
+Watchdog::~Watchdog() {
+  if (fd_ >= 0) close(fd_);
+}
+
+}  // namespace emo

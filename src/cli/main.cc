@@ -7,6 +7,7 @@
 #include "cli/calibrate.h"
 #include "cli/gpu_backend.h"
 #include "cli/gpus.h"
+#include "cli/optimize.h"
 #include "cli/run.h"
 #include "cli/sim.h"
 #include "cli/trace.h"
@@ -90,7 +91,32 @@ int main(int argc, char** argv) {
                 "'210,810,1410' (the default clock is always added)");
   c->add_option("--seed", cal.seed, "seed of the simulated run-to-run noise");
 
+  emo::OptimizeOptions opt;
+  CLI::App* o =
+      app.add_subcommand("optimize",
+                         "EMO's main job on a simulated device: trace a workload at default clocks, pack, "
+                         "profile, model and search the least-energy clock schedule within a slowdown budget");
+  o->add_option("--workload", opt.workload, "workload spec JSON (see workloads/)")->required();
+  o->add_option("--budget", opt.budget, "slowdown budget, a fraction of the default iteration time (0.05 = 5 %)")
+      ->check(CLI::NonNegativeNumber);
+  o->add_option("--device", opt.device, "simulated device (default: the workload's)");
+  o->add_option("--profile", opt.profile, "device profile JSON (default: the shipped profiles/ one for the device)");
+  o->add_option("-o,--output", opt.out, "write the policy JSON (emo sim --policy, emo run --policy)");
+  o->add_flag("--measure", opt.measure, "measure the policy, the default clocks and every static clock on fresh seeds");
+  o->add_option("--seeds", opt.seeds, "measurement seeds")->check(CLI::PositiveNumber);
+  o->add_option("--seed", opt.seed, "seed of the traced run (measurements use the seeds after seed+1000)");
+  o->add_option("--iterations", opt.iterations, "iterations per measured run (the first is left out)");
+  o->add_option("--trace-iterations", opt.trace_iterations, "iterations traced at default clocks");
+  o->add_option("--grid-ms", opt.grid_ms, "change points every this many ms of the iteration")
+      ->check(CLI::PositiveNumber);
+  o->add_option("--min-interval-ms", opt.min_interval_ms, "least time between two clock changes of a GPU");
+  o->add_option("--step-ms", opt.step_ms, "budget discretisation (0: min(1 ms, iteration/1000))");
+  o->add_option("--dvfs-latency-ms", opt.dvfs_latency_ms, "time a clock change takes to land");
+  o->add_option("--pack-ms", opt.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
+  o->add_option("--json", opt.json, "write the results as JSON to a file ('-': stdout)");
+
   CLI11_PARSE(app, argc, argv);
+  if (o->parsed()) return emo::RunOptimize(opt);
   if (a->parsed()) {
     analyze.progress = isatty(STDERR_FILENO) != 0;
     return emo::RunAnalyze(analyze);

@@ -1,0 +1,32 @@
+// optimize.h — `emo optimize`: EMO's whole pipeline on a simulated device (trace at default
+// clocks, graph, packing, pack profiling, model, search), the policy it finds, and with --measure
+// that policy measured beside the default clocks and the best static clock on fresh seeds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace emo {
+
+struct OptimizeOptions {
+  std::string workload;  // workload spec JSON
+  std::string device;    // simulated device name; "": the workload's
+  std::string profile;   // device profile JSON; "": the shipped one for the device (profiles/)
+  double budget = 0.05;  // slowdown budget, fraction of the default iteration time
+  double grid_ms = 20;   // change points
+  double min_interval_ms = 20;
+  double step_ms = 0;  // budget discretisation; 0: automatic
+  double dvfs_latency_ms = 10;
+  double pack_ms = 5;        // packing's Δmax
+  int trace_iterations = 4;  // iterations traced at default clocks
+  uint64_t seed = 1;         // of the traced run; measurements use the next seeds
+  bool measure = false;
+  int seeds = 3;       // measurement seeds
+  int iterations = 6;  // per measured run (the first is warm-up)
+  std::string out;     // policy JSON to write
+  std::string json;    // results JSON to write ("-": stdout)
+};
+
+int RunOptimize(const OptimizeOptions& opt);
+
+}  // namespace emo

@@ -1,0 +1,153 @@
+// pack_profile.cc — profiling unique packs by launch-ordinal ranges and extending the model's
+// tables to every pack.
+#include "model/pack_profile.h"
+
+#include <algorithm>
+#include <iterator>
+#include <unordered_map>
+
+namespace emo {
+
+bool ProfilePacks(const Trace& trace, const Graph& g, const Packing& packing, MetricSource& source, PackProfile* out,
+                  std::string* err) {
+  *out = PackProfile();
+  // Launch ordinal of every compute kernel, per rank: its index among the rank's compute kernels
+  // in correlation order.
+  std::vector<std::vector<int64_t>> ordinal(trace.ranks.size());
+  for (size_t r = 0; r < trace.ranks.size(); ++r) {
+    const std::vector<GpuOp>& ops = trace.ranks[r].ops;
+    std::vector<uint32_t> k;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].kind == GpuOpKind::kKernel && !ops[i].is_comm) k.push_back(static_cast<uint32_t>(i));
+    std::stable_sort(k.begin(), k.end(),
+                     [&](uint32_t a, uint32_t b) { return ops[a].correlation < ops[b].correlation; });
+    ordinal[r].assign(ops.size(), -1);
+    for (size_t i = 0; i < k.size(); ++i) ordinal[r][k[i]] = static_cast<int64_t>(i);
+    out->kernels_in_run += static_cast<int64_t>(k.size());
+  }
+
+  std::vector<KernelRange> ranges;
+  std::vector<uint32_t> range_pack;  // index into out->packs of each range
+  for (size_t p = 0; p < packing.packs(); ++p) {
+    if (packing.unique[p] != p) continue;
+    const uint32_t idx = static_cast<uint32_t>(out->packs.size());
+    out->packs.push_back(static_cast<uint32_t>(p));
+    std::vector<int64_t> ords;
+    for (uint32_t m = packing.member_begin[p]; m < packing.member_begin[p + 1]; ++m) {
+      const uint32_t v = packing.members[m];
+      const size_t r = static_cast<size_t>(g.rank[v]);
+      const int32_t src = g.source[v];
+      const int64_t o =
+          r < ordinal.size() && src >= 0 && static_cast<size_t>(src) < ordinal[r].size() ? ordinal[r][src] : -1;
+      if (o < 0) {
+        *err = "pack " + std::to_string(p) + ": kernel node " + std::to_string(v) + " has no launch ordinal";
+        return false;
+      }
+      ords.push_back(o);
+    }
+    std::sort(ords.begin(), ords.end());
+    for (size_t i = 0; i < ords.size();) {
+      size_t j = i;
+      while (j + 1 < ords.size() && ords[j + 1] == ords[j] + 1) ++j;
+      ranges.push_back({static_cast<int>(packing.rank[p]), ords[i], ords[j]});
+      range_pack.push_back(idx);
+      i = j + 1;
+    }
+  }
+  // Sources take ranges in any order but not overlapping: packs never share kernels, so they do not.
+  std::vector<PackMetrics> got;
+  if (!source.Profile(ranges, &got, &out->cost, err)) return false;
+  if (got.size() != ranges.size()) {
+    *err = "the metric source returned " + std::to_string(got.size()) + " ranges for " + std::to_string(ranges.size());
+    return false;
+  }
+  out->metrics.assign(out->packs.size(), PackMetrics());
+  std::vector<char> seen(out->packs.size(), 0);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    PackMetrics& m = out->metrics[range_pack[i]];
+    if (!seen[range_pack[i]]) {
+      m = got[i];
+      seen[range_pack[i]] = 1;
+    } else {
+      m.Add(got[i]);
+    }
+  }
+  return true;
+}
+
+std::vector<double> PackClocks(const Packing& packing,
+                               const std::vector<std::vector<std::pair<double, double>>>& samples,
+                               double fallback_mhz) {
+  std::vector<double> mhz(packing.packs(), fallback_mhz);
+  for (size_t p = 0; p < packing.packs(); ++p) {
+    const size_t gpu = static_cast<size_t>(packing.rank[p]);
+    if (gpu >= samples.size() || samples[gpu].empty()) continue;
+    const auto& s = samples[gpu];
+    const double a = packing.start_ns[p], b = packing.end_ns[p];
+    // The sample in force at a (the last at or before it), then every later one inside [a, b).
+    auto it = std::upper_bound(s.begin(), s.end(), a, [](double t, const auto& x) { return t < x.first; });
+    double t = a, clock = it == s.begin() ? it->second : std::prev(it)->second, acc = 0;
+    for (; it != s.end() && it->first < b; ++it) {
+      acc += (it->first - t) * clock;
+      t = it->first;
+      clock = it->second;
+    }
+    acc += (b - t) * clock;
+    mhz[p] = b > a ? acc / (b - a) : clock;
+  }
+  return mhz;
+}
+
+namespace {
+
+// A per-clock table row at mhz, linear between clocks, clamped to the ends.
+double At(const double* row, const std::vector<int>& clocks, double mhz) {
+  const size_t n = clocks.size();
+  if (mhz <= clocks.front()) return row[0];
+  if (mhz >= clocks.back()) return row[n - 1];
+  size_t i = 1;
+  while (clocks[i] < mhz) ++i;
+  const double w = (mhz - clocks[i - 1]) / (clocks[i] - clocks[i - 1]);
+  return row[i - 1] + w * (row[i] - row[i - 1]);
+}
+
+}  // namespace
+
+bool PackTimeEnergy(PackModel& model, const Packing& packing, const PackProfile& profile,
+                    const std::vector<double>& pack_mhz, std::vector<double>* time_s, std::vector<double>* energy_j,
+                    PackTables* tables, std::string* err) {
+  if (pack_mhz.size() != packing.packs()) {
+    *err = "a clock for " + std::to_string(pack_mhz.size()) + " packs, there are " + std::to_string(packing.packs());
+    return false;
+  }
+  std::vector<PackObservation> obs;
+  for (uint32_t p : profile.packs) obs.push_back({std::max(packing.busy_ns[p], 1.0) * 1e-9, pack_mhz[p], 0});
+  if (!PredictPacks(model, profile.metrics, obs, tables, err)) return false;
+  std::unordered_map<uint32_t, size_t> row;  // profiled pack -> its row in tables
+  for (size_t i = 0; i < profile.packs.size(); ++i) row[profile.packs[i]] = i;
+  const std::vector<int>& clocks = model.clocks_mhz();
+  const size_t nc = clocks.size();
+  time_s->assign(packing.packs() * nc, 0);
+  energy_j->assign(packing.packs() * nc, 0);
+  for (size_t p = 0; p < packing.packs(); ++p) {
+    const auto it = row.find(packing.unique[p]);
+    if (it == row.end()) {
+      *err = "pack " + std::to_string(p) + " repeats pack " + std::to_string(packing.unique[p]) +
+             ", which was not profiled";
+      return false;
+    }
+    const double* t = &tables->time_s[it->second * nc];
+    const double* e = &tables->energy_j[it->second * nc];
+    const double f = pack_mhz[p];
+    // The shape's time at the clock this pack ran, scaled to its own busy time.
+    const double scale = std::max(packing.busy_ns[p], 1.0) * 1e-9 / At(t, clocks, f);
+    for (size_t c = 0; c < nc; ++c) {
+      const double fc = std::min<double>(clocks[c], f);
+      (*time_s)[p * nc + c] = At(t, clocks, fc) * scale;
+      (*energy_j)[p * nc + c] = At(e, clocks, fc) * scale;
+    }
+  }
+  return true;
+}
+
+}  // namespace emo

@@ -1,0 +1,53 @@
+// pack_profile.h — pack metrics (DESIGN.md §4): the first occurrence of each unique pack of a
+// traced run is profiled through a MetricSource, and the pack model's per-clock tables are
+// extended to every pack, so that the prediction pass has a time and an energy for each pack at
+// each clock.
+//
+// A pack's kernels are named to the MetricSource by launch ordinal on their GPU: the compute
+// kernels of the rank in correlation (launch) order. A pack's kernels are consecutive on their
+// stream but may not be consecutive in launch order (kernels of other streams launched between
+// them); such a pack is profiled as several ranges and their counters added.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "device/metric_source.h"
+#include "graph/graph.h"
+#include "model/pack_model.h"
+#include "pack/packer.h"
+#include "trace/trace.h"
+
+namespace emo {
+
+struct PackProfile {
+  std::vector<uint32_t> packs;       // the profiled packs (first occurrences), ascending
+  std::vector<PackMetrics> metrics;  // per profiled pack
+  ProfileCost cost;
+  int64_t kernels_in_run = 0;  // compute kernels of the traced run: what per-kernel profiling would profile
+};
+
+// Profiles every unique pack's first occurrence. False with *err when a pack's kernels cannot be
+// found in launch order or the source failed.
+bool ProfilePacks(const Trace& trace, const Graph& g, const Packing& packing, MetricSource& source, PackProfile* out,
+                  std::string* err);
+
+// The SM clock each pack ran at in the traced run: the time-weighted mean of the clock samples
+// (GpuControl::ClockMhz, which shows power-cap throttling) over the pack's span. `samples[gpu]` are
+// (time in graph ns, MHz), ascending; a pack with no sample inside takes the last one before it,
+// or `fallback_mhz`.
+std::vector<double> PackClocks(const Packing& packing,
+                               const std::vector<std::vector<std::pair<double, double>>>& samples, double fallback_mhz);
+
+// Time (s) and energy (J) of every pack at every clock of the model, [pack * clocks + clock].
+// Profiled packs are predicted by the model from their metrics, anchored to their measured busy
+// time at the clock they ran at (pack_mhz); every other pack takes the shape of the profiled pack
+// it repeats, anchored to its own busy time and clock. A clock above the one a pack ran at is
+// taken to change nothing: the pack ran below the requested default because the power limit held
+// it there, and it would again. `tables` receives the model's output for the profiled packs (for
+// reports: residuals, mixes).
+bool PackTimeEnergy(PackModel& model, const Packing& packing, const PackProfile& profile,
+                    const std::vector<double>& pack_mhz, std::vector<double>* time_s, std::vector<double>* energy_j,
+                    PackTables* tables, std::string* err);
+
+}  // namespace emo

@@ -1,0 +1,103 @@
+// predict.h — the prediction pass (the paper's Algorithm 1): one topological pass over the packed
+// execution graph gives a traced run's time and energy under a clock schedule.
+//
+// What it is built from, once per trace: the graph and its packs, each pack's time and energy at
+// every profiled clock (the pack model's tables; packs repeating a profiled one take its shape,
+// scaled to their own measured time), the iteration starts, and each GPU's energy measured over
+// the traced run at the default clocks. Time outside packs (communication, copies, idle gaps) draws
+// the device profile's idle power at the clock in force; the packs' energies are multiplied by one
+// factor per GPU, fitted so that the default schedule reproduces the measured energy (it absorbs
+// the model's bias and the power of communication kernels running beside compute).
+//
+// The pass: node v completes at C_v = d_v + max(anchor_v, max over preds k of C_k + latency).
+// A compute kernel in pack p takes d_v · T_p(c) / T_p(c0), where c is the clock in force on its GPU
+// when p's first kernel starts (the whole pack runs at it) and c0 the default. The clock in force
+// at time t of iteration k is the last landing at or before t − S_k in the GPU's schedule, else
+// the schedule's last clock (carried over from iteration k−1), else the default; S_k is iteration
+// k's predicted start (the first node at or after its marker). Landings are the times clocks take
+// effect: a schedule is what the search chooses, the policy file holds the commands (landing
+// minus the DVFS latency).
+//
+// Energy, per GPU: k · Σ_p E_p(c_p) + P_idle(c̄) · (end − U · Σ_p T_p(c_p) / Σ_p T_p(c0)), where U
+// is the union of the packs' spans at default clocks (time some pack runs), and c̄'s idle power the
+// time-weighted mean over the GPU's schedule.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "pack/packer.h"
+
+namespace emo {
+
+// A clock taking effect at t_ns after the iteration start; clock indexes the predictor's clocks.
+struct Landing {
+  double t_ns = 0;
+  int clock = 0;
+};
+// Per GPU (rank index of the graph), landings sorted by t_ns. Missing or empty: default clock.
+using Schedule = std::vector<std::vector<Landing>>;
+
+struct PredictorInput {
+  const Graph* graph = nullptr;
+  const Packing* packing = nullptr;
+  std::vector<int> clocks_mhz;  // ascending
+  int default_clock = 0;        // index into clocks_mhz
+  // Per pack (packing->packs() of them), [pack * clocks + clock]: time (s) and energy (J).
+  std::vector<double> pack_time_s, pack_energy_j;
+  std::vector<double> idle_power_w;        // per clock: the device's power when idle
+  std::vector<double> iteration_start_ns;  // observed starts (graph time), ascending; empty: one iteration
+  std::vector<double> measured_energy_j;   // per GPU (graph rank): energy of the traced run at default clocks
+  double measured_end_ns = 0;              // the span that energy covers, from graph time 0
+};
+
+class Predictor {
+ public:
+  struct Result {
+    double end_ns = 0;                 // the run's predicted end (graph time)
+    double energy_j = 0;               // all GPUs, the whole run
+    std::vector<double> gpu_energy_j;  // per GPU
+  };
+
+  // False with *err when the input is inconsistent (sizes, a table not positive).
+  bool Init(PredictorInput in, std::string* err);
+
+  Result Run(const Schedule& s);
+  const Result& base() const { return base_; }  // the default schedule (every GPU at the default clock)
+  int gpus() const { return gpus_; }
+  int clocks() const { return static_cast<int>(in_.clocks_mhz.size()); }
+  const std::vector<int>& clocks_mhz() const { return in_.clocks_mhz; }
+  int default_clock() const { return in_.default_clock; }
+  double period_ns() const { return period_ns_; }  // mean iteration length (the whole run without markers)
+  int iterations() const { return static_cast<int>(marker_node_.size()); }
+  // The lowest clock at which some pack's energy is least: below it every pack takes longer and
+  // uses more energy, so no schedule gains by going there.
+  int LowestUsefulClock() const;
+  // Per GPU: the factor on pack energies fitted to the measured energy, and whether it had to be
+  // clamped to [0.5, 2] (the model and the measurement disagree by more than 2x).
+  const std::vector<double>& energy_scale() const { return energy_scale_; }
+  const std::vector<char>& energy_scale_clamped() const { return scale_clamped_; }
+
+ private:
+  int ClockAt(int gpu, int iteration, double start_ns, const Schedule& s) const;
+
+  PredictorInput in_;
+  int gpus_ = 0;
+  double period_ns_ = 0;
+  std::vector<uint32_t> marker_node_;     // per iteration: its first node
+  std::vector<double> marker_offset_ns_;  // marker node's observed start − the iteration's start
+  std::vector<int32_t> node_iteration_;   // per node: iteration by observed start (−1 before the first)
+  std::vector<uint32_t> first_member_;    // per pack
+  std::vector<double> energy_scale_;      // per GPU
+  std::vector<char> scale_clamped_;
+  std::vector<double> pack_union_ns_, pack_time0_s_;  // per GPU, at default clocks
+  // Scratch.
+  std::vector<double> finish_, iter_start_;
+  std::vector<int> pack_clock_;
+  std::vector<char> iter_known_;
+  Result base_;
+};
+
+}  // namespace emo

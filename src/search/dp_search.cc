@@ -1,0 +1,178 @@
+// dp_search.cc — the dynamic program over clock change points.
+#include "search/dp_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+namespace emo {
+
+namespace {
+
+struct Point {
+  double t_ns;  // grid time in the iteration
+  int group;
+};
+
+struct State {
+  std::vector<int> clock;  // per decided point
+  Predictor::Result result;
+};
+
+// The schedule of a state: per group, its points' clocks in time order, a landing where the clock
+// changes (the first point always lands, so nothing carries over from the previous iteration
+// unless the latency delays it), back to the default after the last decided point.
+Schedule ScheduleOf(const std::vector<Point>& points, const std::vector<int>& clock, const std::vector<int>& group,
+                    int groups, int default_clock, double latency_ns) {
+  std::vector<std::vector<Landing>> per_group(groups);
+  for (size_t j = 0; j < points.size(); ++j) {
+    const int c = j < clock.size() ? clock[j] : default_clock;
+    std::vector<Landing>& l = per_group[points[j].group];
+    if (l.empty() || l.back().clock != c) l.push_back({std::max(points[j].t_ns, latency_ns), c});
+  }
+  Schedule s(group.size());
+  for (size_t gpu = 0; gpu < group.size(); ++gpu) {
+    const std::vector<Landing>& l = per_group[group[gpu]];
+    // A group left at the default everywhere needs no landings at all.
+    const bool all_default =
+        std::all_of(l.begin(), l.end(), [&](const Landing& x) { return x.clock == default_clock; });
+    if (!all_default) s[gpu] = l;
+  }
+  return s;
+}
+
+}  // namespace
+
+bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, std::string* err) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!(opt.budget >= 0) || !(opt.grid_ms > 0) || !(opt.step_ms >= 0) || !(opt.min_interval_ms >= 0) ||
+      !(opt.dvfs_latency_ms >= 0) || opt.max_states < 1) {
+    *err = "search options out of range (budget and step must be >= 0, grid > 0, max_states >= 1)";
+    return false;
+  }
+  const int gpus = predictor.gpus();
+  std::vector<int> group = opt.group;
+  if (group.empty())
+    for (int g = 0; g < gpus; ++g) group.push_back(g);
+  if (group.size() != static_cast<size_t>(gpus)) {
+    *err = "groups given for " + std::to_string(group.size()) + " GPUs, the graph has " + std::to_string(gpus);
+    return false;
+  }
+  const int groups = group.empty() ? 0 : *std::max_element(group.begin(), group.end()) + 1;
+  std::vector<int> cand = opt.candidates;
+  if (cand.empty()) {
+    const int lo = predictor.LowestUsefulClock(), n = predictor.clocks() - lo;
+    const int k = std::max(2, std::min(n, opt.max_candidates));
+    for (int i = 0; i < k; ++i) cand.push_back(lo + (n == 1 ? 0 : i * (n - 1) / (k - 1)));
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    if (std::find(cand.begin(), cand.end(), predictor.default_clock()) == cand.end())
+      cand.push_back(predictor.default_clock());
+  }
+  for (int c : cand)
+    if (c < 0 || c >= predictor.clocks()) {
+      *err = "candidate clock index " + std::to_string(c) + " out of range";
+      return false;
+    }
+
+  const Predictor::Result base = predictor.base();
+  const double iteration_ns = predictor.period_ns();
+  const double step_ns = opt.step_ms > 0 ? opt.step_ms * 1e6 : std::min(1e6, iteration_ns / 1000);
+  const double limit_ns = opt.budget * base.end_ns;
+  const double latency_ns = opt.dvfs_latency_ms * 1e6;
+  const double eps_ns = opt.min_interval_ms * 1e6;
+  const int dc = predictor.default_clock();
+
+  std::vector<Point> points;
+  for (double t = 0; t < iteration_ns; t += opt.grid_ms * 1e6)
+    for (int g = 0; g < groups; ++g) points.push_back({t, g});
+
+  std::vector<State> states{State{{}, base}};
+  out->evaluations = 0;
+  for (size_t j = 0; j < points.size(); ++j) {
+    const int g = points[j].group;
+    // Per delay bucket, the least-energy extension.
+    std::map<int64_t, State> best;
+    auto file = [&](State&& s) {
+      const double delay = s.result.end_ns - base.end_ns;
+      if (delay > limit_ns) return;
+      const int64_t b = delay <= 0 ? 0 : static_cast<int64_t>(std::ceil(delay / step_ns - 1e-9));
+      auto it = best.find(b);
+      if (it == best.end() || s.result.energy_j < it->second.result.energy_j) best[b] = std::move(s);
+    };
+    for (State& s : states) {
+      // The group's clock before this point and when it last changed.
+      int prev = dc;
+      double last_change = -1e300;
+      for (size_t i = 0; i < j; ++i)
+        if (points[i].group == g) {
+          if (s.clock[i] != prev) last_change = points[i].t_ns;
+          prev = s.clock[i];
+        }
+      for (int c : cand) {
+        if (c != prev && points[j].t_ns - last_change < eps_ns) continue;
+        State n;
+        n.clock = s.clock;
+        n.clock.push_back(c);
+        if (c == dc) {
+          n.result = s.result;  // every later point is at the default already
+        } else {
+          n.result = predictor.Run(ScheduleOf(points, n.clock, group, groups, dc, latency_ns));
+          ++out->evaluations;
+        }
+        file(std::move(n));
+      }
+    }
+    // The Pareto front over delay, thinned to max_states spread over it.
+    std::vector<State> front;
+    for (auto& [b, s] : best)
+      if (front.empty() || s.result.energy_j < front.back().result.energy_j) front.push_back(std::move(s));
+    if (front.size() > static_cast<size_t>(opt.max_states)) {
+      std::vector<State> kept;
+      const size_t k = static_cast<size_t>(opt.max_states);
+      for (size_t i = 0; i < k; ++i)
+        kept.push_back(std::move(front[k == 1 ? front.size() - 1 : i * (front.size() - 1) / (k - 1)]));
+      front = std::move(kept);
+    }
+    states = std::move(front);
+  }
+  const auto best = std::min_element(states.begin(), states.end(), [](const State& a, const State& b) {
+    return a.result.energy_j < b.result.energy_j;
+  });
+  out->schedule = ScheduleOf(points, best->clock, group, groups, dc, latency_ns);
+  out->predicted = best->result;
+  out->points = static_cast<int>(points.size());
+  out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return true;
+}
+
+FrequencyPolicy PolicyFromSchedule(const Schedule& s, const std::vector<int>& clocks_mhz, double dvfs_latency_ms) {
+  FrequencyPolicy p;
+  for (size_t gpu = 0; gpu < s.size(); ++gpu) {
+    if (s[gpu].empty()) continue;
+    FrequencyPolicy::Gpu g;
+    g.gpu = static_cast<int>(gpu);
+    for (const Landing& l : s[gpu])
+      g.changes.push_back({std::max(0.0, l.t_ns / 1e6 - dvfs_latency_ms), clocks_mhz[l.clock]});
+    p.gpus.push_back(std::move(g));
+  }
+  return p;
+}
+
+std::vector<int> ReplicaGroups(const Graph& g, int gpus) {
+  std::vector<std::vector<uint32_t>> seq(gpus);
+  for (size_t v = 0; v < g.nodes(); ++v)
+    if (g.kind[v] == NodeKind::kKernel && g.rank[v] >= 0 && g.rank[v] < gpus) seq[g.rank[v]].push_back(g.name[v]);
+  std::vector<int> group(gpus, -1);
+  int groups = 0;
+  for (int a = 0; a < gpus; ++a) {
+    if (group[a] >= 0) continue;
+    group[a] = groups;
+    for (int b = a + 1; b < gpus; ++b)
+      if (group[b] < 0 && seq[b] == seq[a]) group[b] = groups;
+    ++groups;
+  }
+  return group;
+}
+
+}  // namespace emo

@@ -1,0 +1,64 @@
+// dp_search.h — the search of DESIGN.md §5 (the paper's Algorithm 2): a dynamic program over clock
+// change points that finds the clock schedule with the least predicted energy whose predicted
+// slowdown stays within a budget.
+//
+// Change points lie on a grid of the iteration (every grid_ms from its start), one per policy
+// group at each grid time; GPUs of one group (replicas running the same program) share a schedule.
+// Points are decided in time order. A state is a choice of clock at every point decided so far,
+// with every later point at the default clock; its value is the prediction pass's (end, energy)
+// for that schedule. Deciding point j extends each state by every candidate clock (a change only
+// where the group's previous change is at least min_interval_ms earlier), evaluates the new
+// schedule, and files it under its delay discretised by step_ms; per delay bucket the
+// least-energy state survives, a state is dropped when a bucket of less delay has less energy
+// (dominated), or when its delay exceeds budget × the default run's time, and at most max_states
+// survive (spread evenly over the delay range, the extremes kept). The answer is the surviving
+// state of least energy after the last point.
+//
+// A clock command takes dvfs_latency_ms to land, so a point's clock takes effect at
+// max(point time, latency): the command is issued at point time − latency, never before the
+// iteration start. The prediction pass models exactly those landings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "device/frequency_policy.h"
+#include "model/predict.h"
+
+namespace emo {
+
+struct SearchOptions {
+  double budget = 0.05;         // allowed slowdown, fraction of the default run's time
+  double grid_ms = 20;          // change points every grid_ms of the iteration
+  double step_ms = 0;           // budget discretisation; 0: min(1 ms, the default iteration / 1000)
+  double min_interval_ms = 20;  // ε: least time between two changes of one group
+  double dvfs_latency_ms = 10;  // command to effect
+  int max_states = 16;          // states kept per point
+  std::vector<int> group;       // per GPU: its policy group; empty: every GPU its own
+  std::vector<int> candidates;  // clock indices tried; empty: see max_candidates
+  // Without candidates: the clocks from the predictor's LowestUsefulClock up, thinned evenly to
+  // at most this many (the default clock always among them).
+  int max_candidates = 24;
+};
+
+struct SearchResult {
+  Schedule schedule;  // landings per GPU
+  Predictor::Result predicted;
+  int points = 0;
+  int64_t evaluations = 0;  // prediction passes run
+  double seconds = 0;
+};
+
+// False with *err when the options are unusable (negative budget, grid not positive, a group
+// vector of the wrong size).
+bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, std::string* err);
+
+// The policy file's commands for a schedule: each landing issued dvfs_latency_ms earlier, in MHz.
+FrequencyPolicy PolicyFromSchedule(const Schedule& s, const std::vector<int>& clocks_mhz, double dvfs_latency_ms);
+
+// Policy groups: GPUs that ran the same sequence of compute kernels (by name) share a group
+// (tensor- and data-parallel replicas); the rest are groups of their own.
+std::vector<int> ReplicaGroups(const Graph& g, int gpus);
+
+}  // namespace emo

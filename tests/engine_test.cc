@@ -262,6 +262,36 @@ TEST(Engine, PowerCapIsAControlLoopOnAveragePower) {
   EXPECT_NEAR(avg_w, limit, 0.05 * limit);
 }
 
+// A short lock to a low clock at the end of a power-control window that drew too much must not
+// drag the controller's ceiling down with it: the excess was drawn at the higher clock, and a
+// ceiling stepped down from the locked 210 MHz would take seconds (15 MHz per 100 ms window) to
+// climb back. The controller steps every 100 ms from 0; the limit is set at 990 ms, so the window
+// ending at 1000 ms drew more than it (at 1410 MHz) while the lock (from 980 ms, landing 5-15 ms
+// later) holds 210 MHz at the step. Within 0.3 s of the unlock the clock is back within a
+// few steps of where the cap held it before the lock.
+TEST(Engine, PowerCapCeilingSurvivesAShortLowLock) {
+  Program p = OneRank(LaunchesThenSync(0, 20000));
+  const DeviceSpec& spec = *FindDevice(kA100);
+  const double draw = EvaluateKernel(spec, p.kernels[0].traits, 1410).power_w;
+  Engine e(p, Exact());
+  double after = 0;
+  e.At(990e6, [&](double) { e.SetPowerLimit(0, std::max(spec.power_limit_min_w, draw * 0.85)); });
+  e.At(980e6, [&](double) { e.SetLockedClock(0, 210); });
+  e.At(1010e6, [&](double) { e.SetLockedClock(0, 1410); });
+  std::vector<double> late;
+  e.Every(1, [&](double now) {
+    if (now > 1400e6 && now < 1500e6) late.push_back(e.ClockMhz(0));
+  });
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  ASSERT_GT(e.end_ns(), 1.6e9);
+  ASSERT_FALSE(late.empty());
+  after = *std::min_element(late.begin(), late.end());
+
+  EXPECT_GT(after, 1000);
+  EXPECT_LT(after, 1410);  // still capped
+}
+
 // Without a lock the default governor keeps the clock up through a short wait and drops it after a
 // longer idle period; the next kernel finds it low. A locked clock stays where it was set.
 TEST(Engine, DefaultGovernorDropsTheClockWhenIdle) {

@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
   o->add_option("--min-interval-ms", opt.min_interval_ms, "least time between two clock changes of a GPU");
   o->add_option("--step-ms", opt.step_ms, "budget discretisation (0: min(1 ms, iteration/1000))");
   o->add_option("--dvfs-latency-ms", opt.dvfs_latency_ms, "time a clock change takes to land");
+  o->add_option("--dvfs-jitter-ms", opt.dvfs_jitter_ms, "how much that time varies either way");
   o->add_option("--pack-ms", opt.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
   o->add_option("--json", opt.json, "write the results as JSON to a file ('-': stdout)");
 

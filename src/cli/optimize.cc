@@ -127,7 +127,7 @@ int RunOptimize(const OptimizeOptions& opt) {
     if (!spec) return fail("unknown device '" + opt.device + "'");
     program.device = spec->name;
   }
-  if (!(opt.budget >= 0) || opt.trace_iterations < 2 || opt.seeds < 1 || opt.iterations < 2)
+  if (!(opt.budget >= 0) || opt.trace_iterations < 3 || opt.seeds < 1 || opt.iterations < 2)
     return fail("--budget must be >= 0, --trace-iterations and --iterations >= 2, --seeds >= 1");
   DeviceProfile profile;
   if (!FindProfile(opt.profile, program.device, &profile, &err)) return fail(err);
@@ -196,6 +196,7 @@ int RunOptimize(const OptimizeOptions& opt) {
   so.min_interval_ms = opt.min_interval_ms;
   so.step_ms = opt.step_ms;
   so.dvfs_latency_ms = opt.dvfs_latency_ms;
+  so.dvfs_jitter_ms = opt.dvfs_jitter_ms;
   so.group = ReplicaGroups(g, predictor.gpus());
   SearchResult sr;
   if (!Search(predictor, so, &sr, &err)) return fail(err);
@@ -216,8 +217,10 @@ int RunOptimize(const OptimizeOptions& opt) {
   fmt::print("{} on {} x {}, budget {:.1f} %\n", program.name, predictor.gpus(), program.device, opt.budget * 100);
   fmt::print("  traced {} iterations: {} nodes, {} kernels in {} packs ({} unique, {} profiled ranges)\n",
              opt.trace_iterations, g.nodes(), pp.kernels_in_run, packing.packs(), pp.packs.size(), pp.cost.ranges);
-  fmt::print("  search: {} policy group(s), {} change points, {} predictions, {:.2f} s\n", groups, sr.points,
-             sr.evaluations, sr.seconds);
+  fmt::print(
+      "  search: {} policy group(s), {} change points, landings taken {:.1f} ms early/late, {} predictions, "
+      "{:.2f} s\n",
+      groups, sr.points, so.dvfs_jitter_ms, sr.evaluations, sr.seconds);
   fmt::print("  predicted: {:.3f} -> {:.3f} ms per iteration ({:+.2f} %), {:.2f} -> {:.2f} J ({:.2f} % saved)\n",
              base.end_ns / 1e6 / iters, sr.predicted.end_ns / 1e6 / iters, pred_slowdown * 100, base.energy_j / iters,
              sr.predicted.energy_j / iters, pred_saving * 100);

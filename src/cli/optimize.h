@@ -17,6 +17,7 @@ struct OptimizeOptions {
   double min_interval_ms = 20;
   double step_ms = 0;  // budget discretisation; 0: automatic
   double dvfs_latency_ms = 10;
+  double dvfs_jitter_ms = 5;
   double pack_ms = 5;        // packing's Δmax
   int trace_iterations = 4;  // iterations traced at default clocks
   uint64_t seed = 1;         // of the traced run; measurements use the next seeds

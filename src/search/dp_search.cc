@@ -24,13 +24,21 @@ struct State {
 // changes (the first point always lands, so nothing carries over from the previous iteration
 // unless the latency delays it), back to the default after the last decided point.
 Schedule ScheduleOf(const std::vector<Point>& points, const std::vector<int>& clock, const std::vector<int>& group,
-                    int groups, int default_clock, double latency_ns) {
+                    int groups, int default_clock, double latency_ns, double jitter_ns) {
   std::vector<std::vector<Landing>> per_group(groups);
   for (size_t j = 0; j < points.size(); ++j) {
     const int c = j < clock.size() ? clock[j] : default_clock;
     std::vector<Landing>& l = per_group[points[j].group];
     if (l.empty() || l.back().clock != c) l.push_back({std::max(points[j].t_ns, latency_ns), c});
   }
+  // The latency varies: take a lower clock as landing early and a higher one late, the worse case
+  // for time (the first landing follows the last one, carried over from the previous iteration).
+  if (jitter_ns > 0)
+    for (std::vector<Landing>& l : per_group)
+      for (size_t i = 0; i < l.size(); ++i) {
+        const int before = i > 0 ? l[i - 1].clock : l.back().clock;
+        l[i].t_ns += l[i].clock < before ? -jitter_ns : l[i].clock > before ? jitter_ns : 0;
+      }
   Schedule s(group.size());
   for (size_t gpu = 0; gpu < group.size(); ++gpu) {
     const std::vector<Landing>& l = per_group[group[gpu]];
@@ -47,7 +55,7 @@ Schedule ScheduleOf(const std::vector<Point>& points, const std::vector<int>& cl
 bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, std::string* err) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!(opt.budget >= 0) || !(opt.grid_ms > 0) || !(opt.step_ms >= 0) || !(opt.min_interval_ms >= 0) ||
-      !(opt.dvfs_latency_ms >= 0) || opt.max_states < 1) {
+      !(opt.dvfs_latency_ms >= 0) || !(opt.dvfs_jitter_ms >= 0) || opt.max_states < 1) {
     *err = "search options out of range (budget and step must be >= 0, grid > 0, max_states >= 1)";
     return false;
   }
@@ -79,7 +87,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   const double iteration_ns = predictor.period_ns();
   const double step_ns = opt.step_ms > 0 ? opt.step_ms * 1e6 : std::min(1e6, iteration_ns / 1000);
   const double limit_ns = opt.budget * base.end_ns;
-  const double latency_ns = opt.dvfs_latency_ms * 1e6;
+  const double latency_ns = opt.dvfs_latency_ms * 1e6, jitter_ns = opt.dvfs_jitter_ms * 1e6;
   const double eps_ns = opt.min_interval_ms * 1e6;
   const int dc = predictor.default_clock();
 
@@ -117,7 +125,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
         if (c == dc) {
           n.result = s.result;  // every later point is at the default already
         } else {
-          n.result = predictor.Run(ScheduleOf(points, n.clock, group, groups, dc, latency_ns));
+          n.result = predictor.Run(ScheduleOf(points, n.clock, group, groups, dc, latency_ns, jitter_ns));
           ++out->evaluations;
         }
         file(std::move(n));
@@ -139,7 +147,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   const auto best = std::min_element(states.begin(), states.end(), [](const State& a, const State& b) {
     return a.result.energy_j < b.result.energy_j;
   });
-  out->schedule = ScheduleOf(points, best->clock, group, groups, dc, latency_ns);
+  out->schedule = ScheduleOf(points, best->clock, group, groups, dc, latency_ns, 0);
   out->predicted = best->result;
   out->points = static_cast<int>(points.size());
   out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -14,9 +14,11 @@
 // survive (spread evenly over the delay range, the extremes kept). The answer is the surviving
 // state of least energy after the last point.
 //
-// A clock command takes dvfs_latency_ms to land, so a point's clock takes effect at
-// max(point time, latency): the command is issued at point time − latency, never before the
-// iteration start. The prediction pass models exactly those landings.
+// A clock command takes dvfs_latency_ms ± dvfs_jitter_ms to land, so a point's clock takes effect
+// at max(point time, latency): the command is issued at point time − latency, never before the
+// iteration start. The prediction pass sees each landing at its worse end for time: a lower clock
+// jitter early, a higher one jitter late; `predicted` is that pessimistic prediction and
+// `schedule` holds the nominal landings.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +35,8 @@ struct SearchOptions {
   double grid_ms = 20;          // change points every grid_ms of the iteration
   double step_ms = 0;           // budget discretisation; 0: min(1 ms, the default iteration / 1000)
   double min_interval_ms = 20;  // ε: least time between two changes of one group
-  double dvfs_latency_ms = 10;  // command to effect
+  double dvfs_latency_ms = 10;  // command to effect, nominal
+  double dvfs_jitter_ms = 5;    // ± around it (DESIGN.md: 5-15 ms), plus any drift of the work's phase
   int max_states = 16;          // states kept per point
   std::vector<int> group;       // per GPU: its policy group; empty: every GPU its own
   std::vector<int> candidates;  // clock indices tried; empty: see max_candidates

@@ -136,6 +136,7 @@ struct Gpu {
   bool locked = false;                  // a clock lock is in effect (else the default governor)
   size_t top_ci = 0, cap_ci = 0;        // boost ceiling; the power controller's clock ceiling
   double ctl_time = 0, ctl_energy = 0;  // the power controller's window start
+  size_t window_peak_ci = 0;            // the highest clock in effect during the controller's window
   double idle_since = 0;                // when the last GPU op ended (running empty)
   bool waking = false;                  // the clock is coming back from the idle drop
   std::vector<Running> running;
@@ -313,6 +314,7 @@ struct Engine::State {
     Gpu& g = gpus[static_cast<size_t>(gi)];
     const size_t ci = g.waking ? 0 : std::min(g.requested_ci, g.cap_ci);
     g.effective_ci = ci;
+    g.window_peak_ci = std::max(g.window_peak_ci, ci);
     g.effective_mhz = spec->sm_clocks_mhz[ci];
     g.power_w = Power(g, ci);
     const int n = g.n_compute;
@@ -715,11 +717,16 @@ struct Engine::State {
     const double avg_w = dt > 0 ? (g.energy_j - g.ctl_energy) / (dt * 1e-9) : 0;
     g.ctl_time = now, g.ctl_energy = g.energy_j;
     const size_t cur = std::min(g.requested_ci, g.cap_ci);
+    // Too much power over the window: the ceiling steps down from the highest clock that ran in it
+    // (a lock to a lower clock during the window already took some of the excess away, and the
+    // ceiling must not fall below what drew the power; it would take seconds to climb back).
+    const size_t peak = std::min(std::max(g.window_peak_ci, cur), g.cap_ci);
+    g.window_peak_ci = g.effective_ci;
     if (avg_w > g.power_limit) {
       const double excess = (avg_w - g.power_limit) / avg_w;
-      const double mhz = spec->sm_clocks_mhz[cur];
+      const double mhz = spec->sm_clocks_mhz[peak];
       const size_t steps = static_cast<size_t>(std::max(1.0, std::round(kCapGain * excess * mhz / 15)));
-      g.cap_ci = cur > steps ? cur - steps : 0;
+      g.cap_ci = peak > steps ? peak - steps : 0;
     } else if (g.cap_ci < g.top_ci && avg_w < g.power_limit * (1 - kCapHysteresis)) {
       g.cap_ci = std::max(g.cap_ci, cur) + 1;
       if (g.cap_ci >= g.requested_ci) g.cap_ci = g.top_ci;  // no longer binding

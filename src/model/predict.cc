@@ -43,6 +43,7 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
     return false;
   }
   in_ = std::move(in);
+  if (in_.iteration_start_ns.empty()) in_.iteration_start_ns.push_back(0);  // one iteration: the whole run
 
   // Iterations: rank 0's markers, each tied to the first CPU node of rank 0 at or after it.
   const std::vector<double>& starts = in_.iteration_start_ns;

@@ -48,9 +48,9 @@ struct PredictorInput {
   // Per pack (packing->packs() of them), [pack * clocks + clock]: time (s) and energy (J).
   std::vector<double> pack_time_s, pack_energy_j;
   std::vector<double> idle_power_w;        // per clock: the device's power when idle
-  std::vector<double> iteration_start_ns;  // observed starts (graph time), ascending; empty: one iteration
-  std::vector<double> measured_energy_j;   // per GPU (graph rank): energy of the traced run at default clocks
-  double measured_end_ns = 0;              // the span that energy covers, from graph time 0
+  std::vector<double> iteration_start_ns;  // observed starts (graph time), ascending; empty: one, at 0
+  std::vector<double> measured_energy_j;   // per GPU (graph rank): energy of the traced run at default clocks,
+                                           // from graph time 0 to its end
 };
 
 class Predictor {

@@ -23,11 +23,11 @@ struct State {
 // The schedule of a state: per group, its points' clocks in time order, a landing where the clock
 // changes (the first point always lands, so nothing carries over from the previous iteration
 // unless the latency delays it), back to the default after the last decided point.
-Schedule ScheduleOf(const std::vector<Point>& points, const std::vector<int>& clock, const std::vector<int>& group,
-                    int groups, int default_clock, double latency_ns, double jitter_ns) {
+Schedule ScheduleOf(const std::vector<Point>& points, const std::vector<int>& clock, int base_clock,
+                    const std::vector<int>& group, int groups, int default_clock, double latency_ns, double jitter_ns) {
   std::vector<std::vector<Landing>> per_group(groups);
   for (size_t j = 0; j < points.size(); ++j) {
-    const int c = j < clock.size() ? clock[j] : default_clock;
+    const int c = j < clock.size() ? clock[j] : base_clock;
     std::vector<Landing>& l = per_group[points[j].group];
     if (l.empty() || l.back().clock != c) l.push_back({std::max(points[j].t_ns, latency_ns), c});
   }
@@ -48,6 +48,72 @@ Schedule ScheduleOf(const std::vector<Point>& points, const std::vector<int>& cl
     if (!all_default) s[gpu] = l;
   }
   return s;
+}
+
+// The dynamic program with every undecided point at base_clock: the least-energy state found.
+State RunDp(Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
+            const std::vector<int>& group, int groups, const std::vector<int>& cand, int base_clock,
+            int64_t* evaluations) {
+  const Predictor::Result base = predictor.base();
+  const double iteration_ns = predictor.period_ns();
+  const double step_ns = opt.step_ms > 0 ? opt.step_ms * 1e6 : std::min(1e6, iteration_ns / 1000);
+  const double limit_ns = opt.budget * base.end_ns;
+  const double latency_ns = opt.dvfs_latency_ms * 1e6, jitter_ns = opt.dvfs_jitter_ms * 1e6;
+  const double eps_ns = opt.min_interval_ms * 1e6;
+  const int dc = predictor.default_clock();
+  auto run = [&](const std::vector<int>& clock) {
+    ++*evaluations;
+    return predictor.Run(ScheduleOf(points, clock, base_clock, group, groups, dc, latency_ns, jitter_ns));
+  };
+
+  std::vector<State> states{State{{}, base_clock == dc ? base : run({})}};
+  for (size_t j = 0; j < points.size(); ++j) {
+    const int g = points[j].group;
+    // Per delay bucket, the least-energy extension.
+    std::map<int64_t, State> best;
+    auto file = [&](State&& s) {
+      const double delay = s.result.end_ns - base.end_ns;
+      if (delay > limit_ns) return;
+      const int64_t b = delay <= 0 ? 0 : static_cast<int64_t>(std::ceil(delay / step_ns - 1e-9));
+      auto it = best.find(b);
+      if (it == best.end() || s.result.energy_j < it->second.result.energy_j) best[b] = std::move(s);
+    };
+    for (State& s : states) {
+      // The group's clock before this point and when it last changed.
+      int prev = base_clock;
+      double last_change = -1e300;
+      for (size_t i = 0; i < j; ++i)
+        if (points[i].group == g) {
+          if (s.clock[i] != prev) last_change = points[i].t_ns;
+          prev = s.clock[i];
+        }
+      for (int c : cand) {
+        if (c != prev && points[j].t_ns - last_change < eps_ns) continue;
+        State n;
+        n.clock = s.clock;
+        n.clock.push_back(c);
+        n.result = c == base_clock ? s.result : run(n.clock);  // at base_clock, nothing changed
+        file(std::move(n));
+      }
+    }
+    // The Pareto front over delay, thinned to max_states spread over it.
+    std::vector<State> front;
+    for (auto& [b, s] : best)
+      if (front.empty() || s.result.energy_j < front.back().result.energy_j) front.push_back(std::move(s));
+    if (front.size() > static_cast<size_t>(opt.max_states)) {
+      std::vector<State> kept;
+      const size_t k = static_cast<size_t>(opt.max_states);
+      for (size_t i = 0; i < k; ++i)
+        kept.push_back(std::move(front[k == 1 ? front.size() - 1 : i * (front.size() - 1) / (k - 1)]));
+      front = std::move(kept);
+    }
+    if (front.empty()) return State{{}, base};  // no state within the budget: the default clocks
+    states = std::move(front);
+  }
+  State out = *std::min_element(states.begin(), states.end(),
+                                [](const State& a, const State& b) { return a.result.energy_j < b.result.energy_j; });
+  out.clock.resize(points.size(), base_clock);
+  return out;
 }
 
 }  // namespace
@@ -83,72 +149,33 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
       return false;
     }
 
-  const Predictor::Result base = predictor.base();
   const double iteration_ns = predictor.period_ns();
-  const double step_ns = opt.step_ms > 0 ? opt.step_ms * 1e6 : std::min(1e6, iteration_ns / 1000);
-  const double limit_ns = opt.budget * base.end_ns;
-  const double latency_ns = opt.dvfs_latency_ms * 1e6, jitter_ns = opt.dvfs_jitter_ms * 1e6;
-  const double eps_ns = opt.min_interval_ms * 1e6;
-  const int dc = predictor.default_clock();
-
   std::vector<Point> points;
   for (double t = 0; t < iteration_ns; t += opt.grid_ms * 1e6)
     for (int g = 0; g < groups; ++g) points.push_back({t, g});
-
-  std::vector<State> states{State{{}, base}};
   out->evaluations = 0;
-  for (size_t j = 0; j < points.size(); ++j) {
-    const int g = points[j].group;
-    // Per delay bucket, the least-energy extension.
-    std::map<int64_t, State> best;
-    auto file = [&](State&& s) {
-      const double delay = s.result.end_ns - base.end_ns;
-      if (delay > limit_ns) return;
-      const int64_t b = delay <= 0 ? 0 : static_cast<int64_t>(std::ceil(delay / step_ns - 1e-9));
-      auto it = best.find(b);
-      if (it == best.end() || s.result.energy_j < it->second.result.energy_j) best[b] = std::move(s);
-    };
-    for (State& s : states) {
-      // The group's clock before this point and when it last changed.
-      int prev = dc;
-      double last_change = -1e300;
-      for (size_t i = 0; i < j; ++i)
-        if (points[i].group == g) {
-          if (s.clock[i] != prev) last_change = points[i].t_ns;
-          prev = s.clock[i];
-        }
-      for (int c : cand) {
-        if (c != prev && points[j].t_ns - last_change < eps_ns) continue;
-        State n;
-        n.clock = s.clock;
-        n.clock.push_back(c);
-        if (c == dc) {
-          n.result = s.result;  // every later point is at the default already
-        } else {
-          n.result = predictor.Run(ScheduleOf(points, n.clock, group, groups, dc, latency_ns, jitter_ns));
-          ++out->evaluations;
-        }
-        file(std::move(n));
-      }
+  // Undecided points at the default clock, and again at the best single clock within the budget
+  // (the DP then looks for where to leave it); the better of the two.
+  const double latency_ns = opt.dvfs_latency_ms * 1e6, jitter_ns = opt.dvfs_jitter_ms * 1e6;
+  const int dc = predictor.default_clock();
+  int best_static = dc;
+  double best_static_j = predictor.base().energy_j;
+  for (int c : cand) {
+    const Predictor::Result r = predictor.Run(
+        ScheduleOf(points, std::vector<int>(points.size(), c), c, group, groups, dc, latency_ns, jitter_ns));
+    ++out->evaluations;
+    if (r.end_ns <= predictor.base().end_ns * (1 + opt.budget) && r.energy_j < best_static_j) {
+      best_static = c;
+      best_static_j = r.energy_j;
     }
-    // The Pareto front over delay, thinned to max_states spread over it.
-    std::vector<State> front;
-    for (auto& [b, s] : best)
-      if (front.empty() || s.result.energy_j < front.back().result.energy_j) front.push_back(std::move(s));
-    if (front.size() > static_cast<size_t>(opt.max_states)) {
-      std::vector<State> kept;
-      const size_t k = static_cast<size_t>(opt.max_states);
-      for (size_t i = 0; i < k; ++i)
-        kept.push_back(std::move(front[k == 1 ? front.size() - 1 : i * (front.size() - 1) / (k - 1)]));
-      front = std::move(kept);
-    }
-    states = std::move(front);
   }
-  const auto best = std::min_element(states.begin(), states.end(), [](const State& a, const State& b) {
-    return a.result.energy_j < b.result.energy_j;
-  });
-  out->schedule = ScheduleOf(points, best->clock, group, groups, dc, latency_ns, 0);
-  out->predicted = best->result;
+  State best = RunDp(predictor, opt, points, group, groups, cand, dc, &out->evaluations);
+  if (best_static != dc) {
+    State other = RunDp(predictor, opt, points, group, groups, cand, best_static, &out->evaluations);
+    if (other.result.energy_j < best.result.energy_j) best = std::move(other);
+  }
+  out->schedule = ScheduleOf(points, best.clock, dc, group, groups, dc, latency_ns, 0);
+  out->predicted = best.result;
   out->points = static_cast<int>(points.size());
   out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return true;

@@ -12,7 +12,9 @@
 // least-energy state survives, a state is dropped when a bucket of less delay has less energy
 // (dominated), or when its delay exceeds budget × the default run's time, and at most max_states
 // survive (spread evenly over the delay range, the extremes kept). The answer is the surviving
-// state of least energy after the last point.
+// state of least energy after the last point. The program runs twice: with undecided points at the
+// default clock, and at the best single clock within the budget (by prediction), where it then
+// looks for the stretches to run faster or slower; the better answer is kept.
 //
 // A clock command takes dvfs_latency_ms ± dvfs_jitter_ms to land, so a point's clock takes effect
 // at max(point time, latency): the command is issued at point time − latency, never before the

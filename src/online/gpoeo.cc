@@ -22,6 +22,7 @@ constexpr double kBroken = 1e9;        // the score of a clock over the slowdown
 constexpr double kDetectEveryS = 1.0;  // how often detection looks at the growing trace
 constexpr double kMinDetectS = 3.0;    // the shortest trace it looks at
 constexpr double kAperiodicRetryS = 60;
+constexpr double kImplausiblySooner = 0.97;  // a probe's time ratio under this is a bad measurement
 
 const char* ObjectiveName(GpoeoObjective o) {
   switch (o) {
@@ -311,7 +312,7 @@ void Gpoeo::Detect(double now_s) {
     return;
   }
   if (!detected_.periodic()) return;  // measure on
-  period_s_ = detected_.period_s;
+  period_s_ = GpoeoRefinePeriod(Signal(trace_), Dt(), detected_.period_s);
   const size_t whole = WholePeriods(trace_.size(), Dt(), period_s_);
   ref_power_w_ = MeanTail(trace_.power_w, whole);
   features_ = GpoeoFeatures(trace_, Dt(), period_s_, limit_w_, clocks_.back());
@@ -357,12 +358,17 @@ void Gpoeo::EndProbe(double now_s) {
   GpoeoPeriodOptions po;
   po.clock_change = -1;  // every probe is at or below the default clock
   po.previous_period_s = period_s_;
-  const GpoeoPeriod p = GpoeoDetectPeriod(Signal(trace_), Dt(), po);
+  const std::vector<double> signal = Signal(trace_);
+  const GpoeoPeriod p = GpoeoDetectPeriod(signal, Dt(), po);
   double e = kInf, t = kInf;
   if (p.period_s > 0) {
-    const size_t whole = WholePeriods(trace_.size(), Dt(), p.period_s);
-    t = p.period_s / period_s_;
-    e = MeanTail(trace_.power_w, whole) * p.period_s / (ref_power_w_ * period_s_);
+    const double period = GpoeoRefinePeriod(signal, Dt(), p.period_s);
+    const size_t whole = WholePeriods(trace_.size(), Dt(), period);
+    t = period / period_s_;
+    e = MeanTail(trace_.power_w, whole) * period / (ref_power_w_ * period_s_);
+    // A lower clock that seems to run faster measured something other than the period (a
+    // sub-multiple, a phase change): no use to the search.
+    if (t < kImplausiblySooner) e = t = kInf;
   }
   search_->Record(probe_, e, t);
   const int next = search_->Next();
@@ -393,11 +399,15 @@ void Gpoeo::EndSearch(double now_s) {
 
 void Gpoeo::Check(double now_s) {
   GpoeoPeriodOptions po;
-  const GpoeoPeriod p = GpoeoDetectPeriod(Signal(trace_), Dt(), po);
-  const double period = p.periodic() ? p.period_s : chosen_period_s_;
+  const std::vector<double> signal = Signal(trace_);
+  const GpoeoPeriod p = GpoeoDetectPeriod(signal, Dt(), po);
+  const double period = p.periodic() ? GpoeoRefinePeriod(signal, Dt(), p.period_s) : chosen_period_s_;
   const size_t whole = WholePeriods(trace_.size(), Dt(), period);
   const double power = MeanTail(trace_.power_w, whole);
-  const double period_drift = std::abs(period / chosen_period_s_ - 1);
+  // A multiple or sub-multiple of the period held is the same iteration seen through another
+  // spectral peak (GPOEO.md §2 keeps up to 6 candidates), not a new phase.
+  const double ratio = std::max(period, chosen_period_s_) / std::min(period, chosen_period_s_);
+  const double period_drift = std::abs(ratio / std::max(1.0, std::round(ratio)) - 1);
   const double power_drift = chosen_power_w_ > 0 ? std::abs(power / chosen_power_w_ - 1) : 0;
   if (period_drift > o_.drift || power_drift > o_.drift) {
     phase_changes_.push_back({now_s, chosen_period_s_, p.periodic() ? p.period_s : 0, chosen_power_w_, power});

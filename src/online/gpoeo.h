@@ -40,7 +40,7 @@ struct GpoeoOptions {
   double sample_ms = 20;       // telemetry interval (GPOEO: 100 ms; finer resolves sub-second periods)
   int max_probes = 8;          // local-search probes, the predicted clock included
   int step = 3;                // the local search's first step, in supported clocks
-  double probe_periods = 8;    // periods measured at each probe clock, after one to settle
+  double probe_periods = 10;   // periods measured at each probe clock, after one to settle
   double drift = 0.15;         // phase change: the period or the mean power moved by more than this share
   double check_periods = 10;   // periods per phase-change check
 };

@@ -130,7 +130,7 @@ TEST(Registry, ParsesChecksAndBuilds) {
   EXPECT_TRUE(ParseMethodSpec("", &spec, &err));
   EXPECT_EQ(spec.entry, nullptr);
   EXPECT_FALSE(ParseMethodSpec("nope:x=1", &spec, &err));
-  EXPECT_EQ(err, "unknown method 'nope' (zeus-power-limit, geepafs)");
+  EXPECT_EQ(err, "unknown method 'nope' (zeus-power-limit, geepafs, gpoeo)");
   EXPECT_FALSE(ParseMethodSpec("geepafs:p=2", &spec, &err));
   EXPECT_NE(err.find("p=2"), std::string::npos) << err;
   ASSERT_TRUE(ParseMethodSpec("zeus-power-limit:warmup=1", &spec, &err)) << err;

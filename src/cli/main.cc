@@ -5,6 +5,7 @@
 
 #include "cli/analyze.h"
 #include "cli/calibrate.h"
+#include "cli/gpoeo_train.h"
 #include "cli/gpu_backend.h"
 #include "cli/gpus.h"
 #include "cli/optimize.h"
@@ -116,6 +117,27 @@ int main(int argc, char** argv) {
   o->add_option("--pack-ms", opt.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
   o->add_option("--json", opt.json, "write the results as JSON to a file ('-': stdout)");
 
+  emo::GpoeoTrainOptions gtrain;
+  CLI::App* g = app.add_subcommand("gpoeo", "GPOEO, the online energy optimizer: its models");
+  g->require_subcommand(1);
+  CLI::App* gt = g->add_subcommand("train",
+                                   "Train GPOEO's energy and time models on generated workloads run at a spread of "
+                                   "SM clocks, report their error and the gpoeo controller's result on a disjoint "
+                                   "held-out corpus, and write MODEL_DIR (use with --controller gpoeo:models=DIR)");
+  gt->add_option("--device", gtrain.device, "sim:a100, sim:h100, sim:a40 or sim:3080ti");
+  gt->add_option("-o,--output", gtrain.out, "MODEL_DIR to write (meta.json, energy.json, time.json, corpus.json)")
+      ->required();
+  gt->add_option("--workloads", gtrain.train_workloads, "generated workloads in the training corpus")
+      ->check(CLI::PositiveNumber);
+  gt->add_option("--eval-workloads", gtrain.eval_workloads, "generated workloads in the held-out corpus")
+      ->check(CLI::PositiveNumber);
+  gt->add_option("--clocks", gtrain.clocks, "SM clocks swept per workload, spread over the range")
+      ->check(CLI::Range(2, 1000));
+  gt->add_option("--controller-eval", gtrain.controller_eval,
+                 "held-out workloads to run the gpoeo controller on (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  gt->add_option("--seed", gtrain.seed, "seed of the corpus and of the simulated noise");
+
   CLI11_PARSE(app, argc, argv);
   if (o->parsed()) return emo::RunOptimize(opt);
   if (a->parsed()) {
@@ -132,5 +154,10 @@ int main(int argc, char** argv) {
   }
   if (r->parsed()) return emo::RunCommand(run);
   if (t->parsed()) return emo::RunTrace(trace);
+  if (gt->parsed()) {
+    gtrain.command = "emo";
+    for (int i = 1; i < argc; ++i) gtrain.command += std::string(" ") + argv[i];
+    return emo::RunGpoeoTrain(gtrain);
+  }
   return 0;
 }

@@ -365,4 +365,45 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
   return r;
 }
 
+namespace {
+
+// Mean squared difference between x[i] and x[i + lag] over their overlap.
+double LagMismatch(const std::vector<double>& x, size_t lag) {
+  double s = 0;
+  const size_t n = x.size() - lag;
+  for (size_t i = 0; i < n; ++i) s += (x[i] - x[i + lag]) * (x[i] - x[i + lag]);
+  return n ? s / static_cast<double>(n) : std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+double GpoeoRefinePeriod(const std::vector<double>& x, double dt_s, double period_s) {
+  const double samples = period_s / dt_s;  // period in samples
+  const double n = static_cast<double>(x.size());
+  if (period_s <= 0 || n < 3 * samples || samples < 2) return period_s;
+  double t = samples;
+  const int k_max = static_cast<int>(std::floor(n / samples)) - 1;  // one period of overlap
+  for (int k = 1;; k = std::min(2 * k, k_max)) {
+    const double centre = k * t, half = std::max(1.0, 0.5 * t);
+    const long lo = std::max(1L, static_cast<long>(std::floor(centre - half)));
+    const long hi = std::min(static_cast<long>(x.size()) - 2, static_cast<long>(std::ceil(centre + half)));
+    if (hi <= lo) break;
+    long best = lo;
+    double best_d = std::numeric_limits<double>::infinity();
+    for (long lag = lo; lag <= hi; ++lag) {
+      const double d = LagMismatch(x, static_cast<size_t>(lag));
+      if (d < best_d) best_d = d, best = lag;
+    }
+    double lag = static_cast<double>(best);
+    if (best > lo && best < hi) {  // a parabola through the minimum and its neighbours
+      const double a = LagMismatch(x, static_cast<size_t>(best - 1)), c = LagMismatch(x, static_cast<size_t>(best + 1));
+      const double denom = a - 2 * best_d + c;
+      if (denom > 0) lag += std::clamp(0.5 * (a - c) / denom, -0.5, 0.5);
+    }
+    t = lag / k;
+    if (k >= k_max) break;
+  }
+  return t * dt_s;
+}
+
 }  // namespace emo

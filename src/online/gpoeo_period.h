@@ -78,4 +78,12 @@ double GpoeoEstimate(const std::vector<double>& x, double dt_s, const GpoeoPerio
 // The period of a trace sampled every dt_s (GPOEO's T_SpectrumAnalysis).
 GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const GpoeoPeriodOptions& o = {});
 
+// A finer period than the spectrum gives, for measuring time ratios: the lag at which x best
+// matches itself shifted by k periods, for k doubling from 1 to as many as the trace holds
+// with one period of overlap left, each search within half a period of k·T, the last minimum
+// interpolated between samples (a parabola through the mean squared differences). The error of a
+// single estimate is about a sample interval; over k periods it is about dt/k. Returns period_s
+// when the trace holds fewer than 3 periods.
+double GpoeoRefinePeriod(const std::vector<double>& x, double dt_s, double period_s);
+
 }  // namespace emo

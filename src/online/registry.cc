@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "online/geepafs.h"
+#include "online/gpoeo.h"
 #include "online/zeus_power_limit.h"
 
 namespace emo {
@@ -43,6 +44,13 @@ const std::vector<MethodEntry>& OnlineMethods() {
       Entry<Geepafs, GeepafsOptions>(
           "geepafs", "p=0.9,min-mhz=F,period-ms=200,reprobe-s=15", false,
           {Reading::kUtilization, Reading::kMemoryUtilization, Reading::kClock, Reading::kPower}, ParseGeepafsOptions),
+      Entry<Gpoeo, GpoeoOptions>(
+          "gpoeo",
+          "objective=energy|edp|ed2p,slowdown=0.05,models=DIR,sample-ms=20,probes=8,step=3,"
+          "probe-periods=10,drift=0.15",
+          false,
+          {Reading::kPower, Reading::kUtilization, Reading::kMemoryUtilization, Reading::kClock, Reading::kPowerLimit},
+          ParseGpoeoOptions),
   };
   return methods;
 }

@@ -1,0 +1,25 @@
+// gpoeo_train.h — `emo gpoeo train`: GPOEO's energy and time models (online/gpoeo_model.h) from a
+// corpus of generated workloads run at a spread of SM clocks on a simulated GPU, checked on a
+// disjoint held-out corpus (model MAPE, and the gpoeo controller itself against the best static
+// clock).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace emo {
+
+struct GpoeoTrainOptions {
+  std::string device = "sim:a100";  // sim:NAME; cuda:N is not supported yet
+  std::string out;                  // MODEL_DIR
+  int train_workloads = 48;         // generated workload specs in the training corpus
+  int eval_workloads = 16;          // in the held-out corpus (generated from another seed, disjoint)
+  int clocks = 28;                  // SM clocks per workload, spread over the range (the default included)
+  int controller_eval = 8;          // held-out workloads the gpoeo controller is run on (0: none)
+  uint64_t seed = 1;
+  std::string command;  // the command line, for meta.json
+};
+
+int RunGpoeoTrain(const GpoeoTrainOptions& opt);
+
+}  // namespace emo

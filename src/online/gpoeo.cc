@@ -1,0 +1,490 @@
+// gpoeo.cc — GPOEO's online loop: detect the period at the default clock, predict, search, hold
+// and watch for phase changes (GPOEO.md §2-6).
+#include "online/gpoeo.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+#ifndef EMO_GPOEO_MODELS_DIR
+#define EMO_GPOEO_MODELS_DIR "models"
+#endif
+
+namespace emo {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kBroken = 1e9;        // the score of a clock over the slowdown cap, plus its time ratio
+constexpr double kDetectEveryS = 1.0;  // how often detection looks at the growing trace
+constexpr double kMinDetectS = 3.0;    // the shortest trace it looks at
+constexpr double kAperiodicRetryS = 60;
+constexpr double kImplausiblySooner = 0.97;  // a probe's time ratio under this is a bad measurement
+
+const char* ObjectiveName(GpoeoObjective o) {
+  switch (o) {
+    case GpoeoObjective::kEnergy:
+      return "energy";
+    case GpoeoObjective::kEdp:
+      return "edp";
+    case GpoeoObjective::kEd2p:
+      return "ed2p";
+  }
+  return "?";
+}
+
+const char* StateName(Gpoeo::State s) {
+  switch (s) {
+    case Gpoeo::State::kDetect:
+      return "detecting";
+    case Gpoeo::State::kSearch:
+      return "searching";
+    case Gpoeo::State::kHold:
+      return "holding";
+    case Gpoeo::State::kAperiodic:
+      return "aperiodic";
+  }
+  return "?";
+}
+
+// The number of samples in the last whole periods of `period_s` (all when under one period).
+size_t WholePeriods(size_t n, double dt_s, double period_s) {
+  if (period_s <= 0) return n;
+  const double periods = std::floor(static_cast<double>(n) * dt_s / period_s);
+  if (periods < 1) return n;
+  return std::min(n, static_cast<size_t>(std::lround(periods * period_s / dt_s)));
+}
+
+double MeanTail(const std::vector<double>& v, size_t n) {
+  double s = 0;
+  for (size_t i = v.size() - n; i < v.size(); ++i) s += v[i];
+  return n ? s / static_cast<double>(n) : 0;
+}
+
+// The shipped models' folder for a device name: "A100-SXM4-80GB" → gpoeo-sim-a100.
+std::string DefaultModelsDir(const std::string& device) {
+  std::string key;
+  for (char c : device)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* known : {"a100", "h100", "a40", "3080ti"})
+    if (key.find(known) != std::string::npos) return std::string(EMO_GPOEO_MODELS_DIR) + "/gpoeo-sim-" + known;
+  return std::string(EMO_GPOEO_MODELS_DIR) + "/gpoeo-sim-" + key;
+}
+
+}  // namespace
+
+bool ParseGpoeoOptions(const MethodOptions& m, GpoeoOptions* out, std::string* err) {
+  GpoeoOptions o;
+  for (const auto& item : m.items) {
+    const std::string& key = item.first;
+    double v = 0;
+    if (key == "objective") {
+      if (item.second == "energy")
+        o.objective = GpoeoObjective::kEnergy;
+      else if (item.second == "edp")
+        o.objective = GpoeoObjective::kEdp;
+      else if (item.second == "ed2p")
+        o.objective = GpoeoObjective::kEd2p;
+      else {
+        *err = m.name + ": objective=" + item.second + ": expected energy, edp or ed2p";
+        return false;
+      }
+    } else if (key == "slowdown") {
+      if (!OptionNumber(m.name, item, 0, 1, false, &o.max_slowdown, err)) return false;
+    } else if (key == "models") {
+      if (item.second.empty()) {
+        *err = m.name + ": models= needs a directory";
+        return false;
+      }
+      o.models_dir = item.second;
+    } else if (key == "sample-ms") {
+      if (!OptionNumber(m.name, item, 1, 1000, false, &o.sample_ms, err)) return false;
+    } else if (key == "probes") {
+      if (!OptionNumber(m.name, item, 1, 100, true, &v, err)) return false;
+      o.max_probes = static_cast<int>(v);
+    } else if (key == "step") {
+      if (!OptionNumber(m.name, item, 1, 100, true, &v, err)) return false;
+      o.step = static_cast<int>(v);
+    } else if (key == "probe-periods") {
+      if (!OptionNumber(m.name, item, 3, 100, false, &o.probe_periods, err)) return false;
+    } else if (key == "drift") {
+      if (!OptionNumber(m.name, item, 0.01, 10, false, &o.drift, err)) return false;
+    } else {
+      *err = m.name + ": unknown option '" + key + "' (objective, slowdown, models, sample-ms, probes, step, " +
+             "probe-periods, drift)";
+      return false;
+    }
+  }
+  *out = o;
+  return true;
+}
+
+// ---- the local search ---------------------------------------------------------------------------
+
+GpoeoSearch::GpoeoSearch(int clocks, int start, int step, int max_probes, GpoeoObjective objective, double max_slowdown)
+    : n_(clocks),
+      cur_(std::clamp(start, 0, clocks - 1)),
+      step_(step),
+      max_probes_(max_probes),
+      objective_(objective),
+      max_slowdown_(max_slowdown) {}
+
+double GpoeoSearch::Score(double e, double t) const {
+  if (!std::isfinite(e) || !std::isfinite(t)) return kInf;
+  switch (objective_) {
+    case GpoeoObjective::kEnergy:
+      // Over the cap: worse than any clock within it, and the less slowdown the better.
+      return t > 1 + max_slowdown_ ? kBroken + t : e;
+    case GpoeoObjective::kEdp:
+      return e * t;
+    case GpoeoObjective::kEd2p:
+      return e * t * t;
+  }
+  return kInf;
+}
+
+double GpoeoSearch::ScoreOf(int clock) const {
+  const auto it = measured_.find(clock);
+  if (it != measured_.end()) return Score(probes_[it->second].energy_ratio, probes_[it->second].time_ratio);
+  if (clock == n_ - 1) return Score(1, 1);  // the default clock: the reference itself
+  return kInf;
+}
+
+int GpoeoSearch::Next() {
+  if (pending_ >= 0) return pending_;
+  if (static_cast<int>(probes_.size()) >= max_probes_) return -1;
+  auto known = [this](int c) { return measured_.count(c) > 0 || c == n_ - 1; };
+  if (!known(cur_)) return pending_ = cur_;
+  for (;;) {
+    if (queue_.empty()) {
+      if (built_) {  // neither neighbour improved: a finer step
+        step_ /= 2;
+        built_ = false;
+      }
+      if (step_ < 1) return -1;
+      // In the energy mode, a clock within the cap looks downward first (less energy), one over it
+      // upward (less time).
+      const bool down_first = objective_ != GpoeoObjective::kEnergy || ScoreOf(cur_) < kBroken;
+      const int lo = cur_ - step_, hi = cur_ + step_;
+      for (int c : down_first ? std::vector<int>{lo, hi} : std::vector<int>{hi, lo})
+        if (c >= 0 && c < n_) queue_.push_back(c);
+      built_ = true;
+      if (queue_.empty()) continue;
+    }
+    const int c = queue_.front();
+    queue_.erase(queue_.begin());
+    if (!known(c)) return pending_ = c;
+    if (ScoreOf(c) < ScoreOf(cur_)) {
+      cur_ = c;
+      queue_.clear();
+      built_ = false;
+    }
+  }
+}
+
+void GpoeoSearch::Record(int clock, double energy_ratio, double time_ratio) {
+  measured_[clock] = probes_.size();
+  probes_.push_back({clock, energy_ratio, time_ratio});
+  if (clock == pending_) pending_ = -1;
+  if (clock != cur_ && ScoreOf(clock) < ScoreOf(cur_)) {
+    cur_ = clock;
+    queue_.clear();
+    built_ = false;
+  }
+}
+
+int GpoeoSearch::Best() const {
+  int best = n_ - 1;
+  for (const auto& [clock, i] : measured_)
+    if (ScoreOf(clock) < kBroken && ScoreOf(clock) < ScoreOf(best)) best = clock;
+  return best;
+}
+
+// ---- the controller -----------------------------------------------------------------------------
+
+Gpoeo::Gpoeo(GpuControl* gpus, const GpoeoOptions& options) : gpus_(gpus), o_(options) {
+  if (gpus_->Count() < 1) {
+    Fail("no GPUs");
+    return;
+  }
+  clocks_ = gpus_->SupportedClocks(0);
+  std::sort(clocks_.begin(), clocks_.end());
+  if (clocks_.empty()) {
+    Fail("GPU 0 reports no supported clocks");
+    return;
+  }
+  for (int g = 0; g < gpus_->Count(); ++g) {
+    const std::optional<double> limit = gpus_->PowerLimitW(g);
+    if (!limit) {
+      Fail("GPU " + std::to_string(g) + ": power limit read failed: " + gpus_->error());
+      return;
+    }
+    limit_w_ += *limit;
+  }
+  const std::string dir = o_.models_dir.empty() ? DefaultModelsDir(gpus_->Name(0)) : o_.models_dir;
+  std::string err;
+  if (!models_.Load(dir, &err)) {
+    Fail(err);
+    return;
+  }
+  if (models_.device() != gpus_->Name(0)) {
+    Fail(dir + ": models trained on " + models_.device() + ", GPU 0 is " + gpus_->Name(0) +
+         " (train with `emo gpoeo train` and pass models=DIR)");
+    return;
+  }
+  Restart(0);
+}
+
+void Gpoeo::Lock(int mhz) {
+  for (int g = 0; g < gpus_->Count(); ++g) {
+    std::string err;
+    const bool ok = mhz == clocks_.back() ? gpus_->ResetClock(g, &err) : gpus_->SetLockedClock(g, mhz, &err);
+    if (!ok) Fail(err);
+  }
+}
+
+void Gpoeo::Restart(double now_s) {
+  Lock(clocks_.back());  // the default governor
+  state_ = State::kDetect;
+  trace_.clear();
+  ticks_ = 0;
+  start_s_ = now_s;
+}
+
+std::vector<double> Gpoeo::Signal(const GpoeoSamples& s) const {
+  std::vector<double> u, m;
+  for (double x : s.util) u.push_back(100 * x);
+  for (double x : s.mem_util) m.push_back(100 * x);
+  return GpoeoSignal(s.power_w, limit_w_, u, m);
+}
+
+void Gpoeo::Tick(double now_ns) {
+  if (!error().empty()) return;  // the back end failed: the method stops acting
+  now_s_ = now_ns * 1e-9;
+  double p = 0, u = 0, m = 0, c = 0;
+  for (int g = 0; g < gpus_->Count(); ++g) {
+    const std::optional<double> power = gpus_->PowerW(g), util = gpus_->Utilization(g),
+                                mem = gpus_->MemoryUtilization(g), clock = gpus_->ClockMhz(g);
+    if (!power || !util || !mem || !clock) {
+      Fail("GPU " + std::to_string(g) + ": telemetry read failed: " + gpus_->error());
+      return;
+    }
+    p += *power;
+    u += *util;
+    m += *mem;
+    c += *clock;
+  }
+  const double n = gpus_->Count();
+  ++ticks_;
+  switch (state_) {
+    case State::kDetect: {
+      trace_.push(p, u / n, m / n, c / n);
+      // One growing trace, capped at 5.5 × TUpBound (GPOEO.md §1).
+      const size_t cap = static_cast<size_t>(5.5 * GpoeoPeriodOptions{}.t_up_bound_s / Dt());
+      if (trace_.size() > cap) trace_ = trace_.Slice(trace_.size() - cap, trace_.size());
+      const int every = std::max(1, static_cast<int>(std::lround(kDetectEveryS / Dt())));
+      if (static_cast<double>(trace_.size()) * Dt() >= kMinDetectS && ticks_ % every == 0) Detect(now_s_);
+      break;
+    }
+    case State::kAperiodic:
+      if (static_cast<double>(ticks_) * Dt() >= kAperiodicRetryS) Restart(now_s_);
+      break;
+    case State::kSearch:
+      if (ticks_ > settle_ticks_) trace_.push(p, u / n, m / n, c / n);
+      if (ticks_ >= settle_ticks_ + measure_ticks_) EndProbe(now_s_);
+      break;
+    case State::kHold:
+      if (ticks_ > settle_ticks_) trace_.push(p, u / n, m / n, c / n);
+      if (ticks_ >= settle_ticks_ + measure_ticks_) Check(now_s_);
+      break;
+  }
+}
+
+void Gpoeo::Detect(double now_s) {
+  detected_ = GpoeoDetectPeriod(Signal(trace_), Dt());
+  if (detected_.verdict == GpoeoVerdict::kAperiodic || detected_.verdict == GpoeoVerdict::kFlat) {
+    state_ = State::kAperiodic;  // the default clock stays; look again later
+    ticks_ = 0;
+    return;
+  }
+  if (!detected_.periodic()) return;  // measure on
+  period_s_ = GpoeoRefinePeriod(Signal(trace_), Dt(), detected_.period_s);
+  const size_t whole = WholePeriods(trace_.size(), Dt(), period_s_);
+  ref_power_w_ = MeanTail(trace_.power_w, whole);
+  features_ = GpoeoFeatures(trace_, Dt(), period_s_, limit_w_, clocks_.back());
+  GpoeoPrediction pred;
+  std::string err;
+  if (!models_.Predict(features_, clocks_, clocks_.back(), &pred, &err)) {
+    Fail(err);
+    return;
+  }
+  const int n_clocks = static_cast<int>(clocks_.size());
+  search_ =
+      std::make_unique<GpoeoSearch>(n_clocks, n_clocks - 1, o_.step, o_.max_probes, o_.objective, o_.max_slowdown);
+  int best = n_clocks - 1;
+  for (int i = 0; i < n_clocks; ++i)
+    if (search_->Score(pred.energy_ratio[static_cast<size_t>(i)], pred.time_ratio[static_cast<size_t>(i)]) <
+        search_->Score(pred.energy_ratio[static_cast<size_t>(best)], pred.time_ratio[static_cast<size_t>(best)]))
+      best = i;
+  predicted_mhz_ = clocks_[static_cast<size_t>(best)];
+  predicted_energy_ = pred.energy_ratio[static_cast<size_t>(best)];
+  predicted_time_ = pred.time_ratio[static_cast<size_t>(best)];
+  search_ = std::make_unique<GpoeoSearch>(n_clocks, best, o_.step, o_.max_probes, o_.objective, o_.max_slowdown);
+  ++searches_;
+  state_ = State::kSearch;
+  const int next = search_->Next();
+  if (next < 0)
+    EndSearch(now_s);
+  else
+    StartProbe(next);
+}
+
+void Gpoeo::StartProbe(int clock_index) {
+  probe_ = clock_index;
+  Lock(clocks_[static_cast<size_t>(clock_index)]);
+  trace_.clear();
+  ticks_ = 0;
+  // One period to settle (the clock lands after the DVFS latency), then probe_periods of the
+  // period expected at the lowest clock the search is likely to try.
+  settle_ticks_ = static_cast<int>(std::ceil(std::max(period_s_, 0.2) / Dt()));
+  measure_ticks_ = static_cast<int>(std::ceil(o_.probe_periods * 1.15 * period_s_ / Dt()));
+}
+
+void Gpoeo::EndProbe(double now_s) {
+  GpoeoPeriodOptions po;
+  po.clock_change = -1;  // every probe is at or below the default clock
+  po.previous_period_s = period_s_;
+  const std::vector<double> signal = Signal(trace_);
+  const GpoeoPeriod p = GpoeoDetectPeriod(signal, Dt(), po);
+  double e = kInf, t = kInf;
+  if (p.period_s > 0) {
+    const double period = GpoeoRefinePeriod(signal, Dt(), p.period_s);
+    const size_t whole = WholePeriods(trace_.size(), Dt(), period);
+    t = period / period_s_;
+    e = MeanTail(trace_.power_w, whole) * period / (ref_power_w_ * period_s_);
+    // A lower clock that seems to run faster measured something other than the period (a
+    // sub-multiple, a phase change): no use to the search.
+    if (t < kImplausiblySooner) e = t = kInf;
+  }
+  search_->Record(probe_, e, t);
+  const int next = search_->Next();
+  if (next < 0)
+    EndSearch(now_s);
+  else
+    StartProbe(next);
+}
+
+void Gpoeo::EndSearch(double now_s) {
+  const int best = search_->Best();
+  chosen_mhz_ = clocks_[static_cast<size_t>(best)];
+  chosen_energy_ = 1;
+  chosen_time_ = 1;
+  for (const GpoeoSearch::Probe& pr : search_->probes())
+    if (pr.clock == best) chosen_energy_ = pr.energy_ratio, chosen_time_ = pr.time_ratio;
+  chosen_period_s_ = period_s_ * chosen_time_;
+  chosen_power_w_ = ref_power_w_ * chosen_energy_ / chosen_time_;
+  last_probes_ = search_->probes();
+  settle_s_ = now_s - start_s_;
+  Lock(chosen_mhz_);
+  state_ = State::kHold;
+  trace_.clear();
+  ticks_ = 0;
+  settle_ticks_ = static_cast<int>(std::ceil(std::max(chosen_period_s_, 0.2) / Dt()));
+  measure_ticks_ = static_cast<int>(std::ceil(std::max(o_.check_periods * chosen_period_s_, 2.0) / Dt()));
+}
+
+void Gpoeo::Check(double now_s) {
+  GpoeoPeriodOptions po;
+  const std::vector<double> signal = Signal(trace_);
+  const GpoeoPeriod p = GpoeoDetectPeriod(signal, Dt(), po);
+  const double period = p.periodic() ? GpoeoRefinePeriod(signal, Dt(), p.period_s) : chosen_period_s_;
+  const size_t whole = WholePeriods(trace_.size(), Dt(), period);
+  const double power = MeanTail(trace_.power_w, whole);
+  // A multiple or sub-multiple of the period held is the same iteration seen through another
+  // spectral peak (GPOEO.md §2 keeps up to 6 candidates), not a new phase.
+  const double ratio = std::max(period, chosen_period_s_) / std::min(period, chosen_period_s_);
+  const double period_drift = std::abs(ratio / std::max(1.0, std::round(ratio)) - 1);
+  const double power_drift = chosen_power_w_ > 0 ? std::abs(power / chosen_power_w_ - 1) : 0;
+  if (period_drift > o_.drift || power_drift > o_.drift) {
+    phase_changes_.push_back({now_s, chosen_period_s_, p.periodic() ? p.period_s : 0, chosen_power_w_, power});
+    Restart(now_s);
+    return;
+  }
+  trace_.clear();
+  ticks_ = 0;
+}
+
+void Gpoeo::Finish() {
+  for (int g = 0; g < gpus_->Count(); ++g) {
+    std::string err;
+    if (!gpus_->ResetClock(g, &err)) Fail(err);
+  }
+}
+
+void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* findings) const {
+  nlohmann::ordered_json probes = nlohmann::ordered_json::array();
+  for (const GpoeoSearch::Probe& pr : last_probes_)
+    probes.push_back(
+        {{"mhz", clocks_[static_cast<size_t>(pr.clock)]},
+         {"energy_ratio", std::isfinite(pr.energy_ratio) ? nlohmann::ordered_json(pr.energy_ratio) : nullptr},
+         {"time_ratio", std::isfinite(pr.time_ratio) ? nlohmann::ordered_json(pr.time_ratio) : nullptr}});
+  nlohmann::ordered_json changes = nlohmann::ordered_json::array();
+  for (const PhaseChange& c : phase_changes_)
+    changes.push_back({{"at_s", c.at_s},
+                       {"old_period_s", c.old_period_s},
+                       {"new_period_s", c.new_period_s},
+                       {"old_power_w", c.old_power_w},
+                       {"new_power_w", c.new_power_w}});
+  *findings = {{"state", StateName(state_)},
+               {"objective", ObjectiveName(o_.objective)},
+               {"max_slowdown", o_.max_slowdown},
+               {"verdict", GpoeoVerdictName(detected_.verdict)},
+               {"period_s", period_s_},
+               {"features", features_},
+               {"predicted_mhz", predicted_mhz_},
+               {"predicted_energy_ratio", predicted_energy_},
+               {"predicted_time_ratio", predicted_time_},
+               {"chosen_mhz", chosen_mhz_},
+               {"measured_energy_ratio", chosen_energy_},
+               {"measured_time_ratio", chosen_time_},
+               {"probes", probes},
+               {"searches", searches_},
+               {"settle_s", settle_s_},
+               {"settle_periods", period_s_ > 0 ? settle_s_ / period_s_ : 0},
+               {"phase_changes", changes}};
+  if (period_s_ <= 0) {
+    lines->push_back(fmt::format("gpoeo: no period found ({}: {})", GpoeoVerdictName(detected_.verdict),
+                                 detected_.reason.empty() ? "not enough trace" : detected_.reason));
+    return;
+  }
+  lines->push_back(
+      fmt::format("gpoeo: period {:.3f} s at the default clock; predicted {} MHz (energy {:+.1f} %, "
+                  "time {:+.1f} %)",
+                  period_s_, predicted_mhz_, 100 * (predicted_energy_ - 1), 100 * (predicted_time_ - 1)));
+  if (chosen_mhz_ > 0) {
+    std::string tried;
+    for (const GpoeoSearch::Probe& pr : last_probes_)
+      tried +=
+          fmt::format("{}{} MHz E {:+.1f} % T {:+.1f} %", tried.empty() ? "" : ", ",
+                      clocks_[static_cast<size_t>(pr.clock)], 100 * (pr.energy_ratio - 1), 100 * (pr.time_ratio - 1));
+    lines->push_back(fmt::format("gpoeo: probed {}", tried.empty() ? std::string("nothing") : tried));
+    lines->push_back(
+        fmt::format("gpoeo: chose {} MHz ({} objective): measured energy {:+.1f} %, time {:+.1f} % per "
+                    "period vs the default clock; settled after {:.1f} s ({:.0f} periods)",
+                    chosen_mhz_, ObjectiveName(o_.objective), 100 * (chosen_energy_ - 1), 100 * (chosen_time_ - 1),
+                    settle_s_, settle_s_ / period_s_));
+  } else {
+    lines->push_back(fmt::format("gpoeo: still {} at the end of the run", StateName(state_)));
+  }
+  for (const PhaseChange& c : phase_changes_)
+    lines->push_back(
+        fmt::format("gpoeo: phase change at {:.1f} s: period {:.3f} s → {:.3f} s, power {:.0f} W → "
+                    "{:.0f} W; started over",
+                    c.at_s, c.old_period_s, c.new_period_s, c.old_power_w, c.new_power_w));
+}
+
+}  // namespace emo

@@ -1,0 +1,147 @@
+// gpoeo.h — GPOEO (Wang et al., TPDS 2022) as an online controller: it samples power, utilisation
+// and SM clock, finds the training iteration's period by spectrum analysis (gpoeo_period.h),
+// predicts from the default clock's per-period telemetry the energy and time per period at every
+// SM clock (gpoeo_model.h), takes the clock that best meets the objective, refines it by a local
+// search on measured per-period energy and time, then holds it and watches for a phase change
+// (the period or the power drifting), which starts it over. Spec: ../shared/reference/GPOEO.md.
+//
+// Where EMO's GPOEO differs from upstream, and why:
+// - Features are telemetry, not CUPTI counters (gpoeo_model.h): online methods reach the GPU only
+//   through GpuControl.
+// - All GPUs of the job share one clock, and GPOEO's signal is their summed power and mean
+//   utilisation: the ranks of a tensor- or data-parallel job wait for each other, so a clock
+//   chosen per GPU would be measured through the others'.
+// - The local search is a pattern search over the supported clocks (a step of `step` clocks,
+//   halved when neither neighbour improves) instead of upstream's outward steps, golden section
+//   and cubic fit; the best measured clock wins.
+// - Aperiodic phases keep the default clock (upstream's IPS proxy needs counters).
+// - Phase changes are checked at a fixed interval, without upstream's back-off.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/gpu_control.h"
+#include "online/gpoeo_model.h"
+#include "online/gpoeo_period.h"
+#include "online/method_options.h"
+#include "online/online_method.h"
+
+namespace emo {
+
+enum class GpoeoObjective { kEnergy, kEdp, kEd2p };
+
+struct GpoeoOptions {
+  GpoeoObjective objective = GpoeoObjective::kEnergy;
+  double max_slowdown = 0.05;  // kEnergy: the most time per period may grow (GPOEO: 4.5 %, the issue: 5 %)
+  std::string models_dir;      // "": the shipped models for the device (EMO_GPOEO_MODELS_DIR/gpoeo-sim-<device>)
+  double sample_ms = 20;       // telemetry interval (GPOEO: 100 ms; finer resolves sub-second periods)
+  int max_probes = 8;          // local-search probes, the predicted clock included
+  int step = 3;                // the local search's first step, in supported clocks
+  double probe_periods = 10;   // periods measured at each probe clock, after one to settle
+  double drift = 0.15;         // phase change: the period or the mean power moved by more than this share
+  double check_periods = 10;   // periods per phase-change check
+};
+
+// Options from the command line: objective=energy|edp|ed2p, slowdown, models, sample-ms, probes,
+// step, probe-periods, drift.
+bool ParseGpoeoOptions(const MethodOptions& m, GpoeoOptions* out, std::string* err);
+
+// The local search over supported clocks (indices into an ascending list), driven by measurements:
+// Next() names the clock to measure, Record() takes its energy and time relative to the default
+// clock. A pattern search: from the predicted clock, try the neighbours `step` clocks away (in the
+// energy mode, first downward when the current clock meets the slowdown cap, upward otherwise),
+// move to one that improves the objective, halve the step when neither does.
+class GpoeoSearch {
+ public:
+  GpoeoSearch(int clocks, int start, int step, int max_probes, GpoeoObjective objective, double max_slowdown);
+  // The clock to measure next, or -1 when the search is over.
+  int Next();
+  void Record(int clock, double energy_ratio, double time_ratio);
+  // The best measured clock; `clocks - 1` (the default, ratio 1/1) when none beats it.
+  int Best() const;
+  // The objective of a measurement (lower is better; infinite when it breaks the slowdown cap).
+  double Score(double energy_ratio, double time_ratio) const;
+  struct Probe {
+    int clock;
+    double energy_ratio, time_ratio;
+  };
+  const std::vector<Probe>& probes() const { return probes_; }
+
+ private:
+  double ScoreOf(int clock) const;
+  int n_, cur_, step_, max_probes_;
+  GpoeoObjective objective_;
+  double max_slowdown_;
+  std::vector<Probe> probes_;
+  std::map<int, size_t> measured_;  // clock -> index into probes_
+  int pending_ = -1;                // the clock Next() handed out and not yet recorded
+  std::vector<int> queue_;          // neighbours still to try around cur_
+  bool built_ = false;              // queue_ holds cur_'s neighbours at step_
+};
+
+class Gpoeo : public OnlineMethod {
+ public:
+  // Loads the models and resets every GPU's clocks; error() says why when it cannot.
+  Gpoeo(GpuControl* gpus, const GpoeoOptions& options);
+  double PeriodMs() const override { return o_.sample_ms; }
+  void Tick(double now_ns) override;
+  void Finish() override;  // resets the clocks
+  void Report(std::vector<std::string>* lines, nlohmann::ordered_json* findings) const override;
+
+  enum class State { kDetect, kSearch, kHold, kAperiodic };
+  State state() const { return state_; }
+  double period_s() const { return period_s_; }
+  int chosen_mhz() const { return chosen_mhz_; }        // 0 until a search has ended
+  int predicted_mhz() const { return predicted_mhz_; }  // 0 until a prediction
+  struct PhaseChange {
+    double at_s, old_period_s, new_period_s, old_power_w, new_power_w;
+  };
+  const std::vector<PhaseChange>& phase_changes() const { return phase_changes_; }
+  // Simulated or wall time from the (last) start of detection to the end of the search, s.
+  double settle_s() const { return settle_s_; }
+
+ private:
+  void Restart(double now_s);
+  void Lock(int mhz);
+  void Detect(double now_s);
+  void StartProbe(int clock_index);
+  void EndProbe(double now_s);
+  void EndSearch(double now_s);
+  void Check(double now_s);
+  double Dt() const { return o_.sample_ms * 1e-3; }
+  std::vector<double> Signal(const GpoeoSamples& s) const;
+
+  GpuControl* gpus_;
+  GpoeoOptions o_;
+  GpoeoModels models_;
+  std::vector<int> clocks_;  // GPU 0's supported clocks, ascending
+  double limit_w_ = 0;       // summed power limit
+  State state_ = State::kDetect;
+  GpoeoSamples trace_;  // the current state's samples
+  int ticks_ = 0;       // ticks in the current state (or probe)
+  double start_s_ = 0;  // when detection (re)started
+  double now_s_ = 0;
+  // Detection at the default clock.
+  GpoeoPeriod detected_;
+  double period_s_ = 0, ref_power_w_ = 0;
+  std::vector<double> features_;
+  int predicted_mhz_ = 0;
+  double predicted_energy_ = 1, predicted_time_ = 1;
+  // Search.
+  std::unique_ptr<GpoeoSearch> search_;
+  int probe_ = -1;  // clock index being measured
+  int settle_ticks_ = 0, measure_ticks_ = 0;
+  std::vector<GpoeoSearch::Probe> last_probes_;
+  // Hold.
+  int chosen_mhz_ = 0;
+  double chosen_energy_ = 1, chosen_time_ = 1;  // measured, relative to the default clock
+  double chosen_period_s_ = 0, chosen_power_w_ = 0;
+  double settle_s_ = 0;
+  std::vector<PhaseChange> phase_changes_;
+  int searches_ = 0;
+};
+
+}  // namespace emo

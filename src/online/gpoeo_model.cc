@@ -1,0 +1,129 @@
+// gpoeo_model.cc — GPOEO's telemetry features and the energy/time model pair.
+#include "online/gpoeo_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace emo {
+
+void GpoeoSamples::clear() {
+  power_w.clear();
+  util.clear();
+  mem_util.clear();
+  clock_mhz.clear();
+}
+
+void GpoeoSamples::push(double p, double u, double m, double c) {
+  power_w.push_back(p);
+  util.push_back(u);
+  mem_util.push_back(m);
+  clock_mhz.push_back(c);
+}
+
+GpoeoSamples GpoeoSamples::Slice(size_t begin, size_t end) const {
+  GpoeoSamples out;
+  end = std::min(end, size());
+  for (size_t i = begin; i < end; ++i) out.push(power_w[i], util[i], mem_util[i], clock_mhz[i]);
+  return out;
+}
+
+std::vector<double> GpoeoFeatures(const GpoeoSamples& s, double dt_s, double period_s, double power_limit_w,
+                                  double max_clock_mhz) {
+  size_t n = s.size();
+  if (period_s > 0 && dt_s > 0) {
+    const double periods = std::floor(static_cast<double>(n) * dt_s / period_s);
+    if (periods >= 1) n = std::min(n, static_cast<size_t>(std::lround(periods * period_s / dt_s)));
+  }
+  const size_t begin = s.size() - n;
+  double p = 0, p2 = 0, u = 0, low = 0, m = 0, c = 0;
+  for (size_t i = begin; i < s.size(); ++i) {
+    p += s.power_w[i];
+    p2 += s.power_w[i] * s.power_w[i];
+    u += s.util[i];
+    low += s.util[i] < 0.5 ? 1 : 0;
+    m += s.mem_util[i];
+    c += s.clock_mhz[i];
+  }
+  const double k = n ? 1.0 / static_cast<double>(n) : 0;
+  const double pm = p * k, sd = std::sqrt(std::max(0.0, p2 * k - pm * pm)), um = u * k, mm = m * k;
+  const double limit = power_limit_w > 0 ? power_limit_w : 1;
+  const double busy = std::max(um, 0.01);
+  return {pm / limit,
+          sd / limit,
+          um,
+          low * k,
+          mm,
+          mm / busy,
+          pm / limit / busy,
+          max_clock_mhz > 0 ? c * k / max_clock_mhz : 0};
+}
+
+void GpoeoRow(const std::vector<double>& features, double mhz, double max_clock_mhz, std::vector<float>* row) {
+  for (double f : features) row->push_back(static_cast<float>(f));
+  row->push_back(static_cast<float>(mhz / max_clock_mhz));
+}
+
+std::string GpoeoModels::device() const { return meta.value("device", std::string()); }
+
+bool GpoeoModels::Load(const std::string& dir, std::string* err) {
+  const std::string meta_path = dir + "/meta.json";
+  std::ifstream f(meta_path);
+  if (!f) {
+    *err = meta_path + ": cannot read (train models with `emo gpoeo train`)";
+    return false;
+  }
+  meta = nlohmann::ordered_json::parse(f, nullptr, false);
+  if (meta.is_discarded() || !meta.is_object()) {
+    *err = meta_path + ": not a JSON object";
+    return false;
+  }
+  std::vector<std::string> names;
+  for (const char* n : kGpoeoFeatureNames) names.push_back(n);
+  if (!meta.contains("features") || meta["features"] != nlohmann::ordered_json(names)) {
+    *err = meta_path + ": features differ from this build's (" + std::to_string(kGpoeoFeatures) +
+           " telemetry features): retrain with `emo gpoeo train`";
+    return false;
+  }
+  if (!energy.Load(dir + "/energy.json", err) || !time.Load(dir + "/time.json", err)) return false;
+  if (energy.cols() != kGpoeoFeatures + 1 || time.cols() != kGpoeoFeatures + 1) {
+    *err = dir + ": the models take " + std::to_string(energy.cols()) + " features, not " +
+           std::to_string(kGpoeoFeatures + 1);
+    return false;
+  }
+  return true;
+}
+
+bool GpoeoModels::Save(const std::string& dir, std::string* err) const {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    *err = dir + ": " + ec.message();
+    return false;
+  }
+  nlohmann::ordered_json m = meta;
+  std::vector<std::string> names;
+  for (const char* n : kGpoeoFeatureNames) names.push_back(n);
+  m["features"] = names;
+  std::ofstream f(dir + "/meta.json");
+  f << m.dump(2) << "\n";
+  if (!f) {
+    *err = dir + "/meta.json: cannot write";
+    return false;
+  }
+  return energy.Save(dir + "/energy.json", err) && time.Save(dir + "/time.json", err);
+}
+
+bool GpoeoModels::Predict(const std::vector<double>& features, const std::vector<int>& mhz, double max_clock_mhz,
+                          GpoeoPrediction* out, std::string* err) const {
+  std::vector<float> x;
+  for (int f : mhz) GpoeoRow(features, f, max_clock_mhz, &x);
+  std::vector<float> e, t;
+  if (!energy.Predict(x, mhz.size(), &e, err) || !time.Predict(x, mhz.size(), &t, err)) return false;
+  out->energy_ratio.assign(e.begin(), e.end());
+  out->time_ratio.assign(t.begin(), t.end());
+  return true;
+}
+
+}  // namespace emo

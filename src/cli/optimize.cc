@@ -6,92 +6,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "apply/clock_sampler.h"
-#include "apply/measurement.h"
-#include "apply/policy_player.h"
-#include "graph/builder.h"
-#include "graph/replay.h"
-#include "model/pack_model.h"
-#include "model/pack_profile.h"
-#include "model/predict.h"
-#include "pack/packer.h"
+#include "cli/sim_pipeline.h"
 #include "search/dp_search.h"
-#include "sim/device_spec.h"
-#include "sim/engine.h"
-#include "sim/sim_gpu_control.h"
-#include "sim/sim_metric_source.h"
-#include "sim/workload.h"
 
 namespace emo {
 
 namespace {
-
-// The profile for a device: --profile, else the first JSON in $EMO_PROFILES, ./profiles or the
-// profiles directory beside the binary's source tree whose "device" is this device.
-bool FindProfile(const std::string& given, const std::string& device, DeviceProfile* out, std::string* err) {
-  if (!given.empty()) {
-    if (!LoadProfile(given, out, err)) return false;
-    if (out->device != device) {
-      *err = given + ": a profile of " + out->device + ", not of " + device;
-      return false;
-    }
-    return true;
-  }
-  std::vector<std::filesystem::path> dirs;
-  if (const char* env = std::getenv("EMO_PROFILES")) dirs.emplace_back(env);
-  dirs.emplace_back("profiles");
-  dirs.emplace_back(std::filesystem::path(EMO_SOURCE_DIR) / "profiles");
-  for (const auto& dir : dirs) {
-    std::error_code ec;
-    std::vector<std::filesystem::path> files;
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-      if (e.path().extension() == ".json") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) {
-      DeviceProfile p;
-      std::string why;
-      if (LoadProfile(f.string(), &p, &why) && p.device == device) {
-        *out = std::move(p);
-        return true;
-      }
-    }
-  }
-  *err = "no device profile of " + device + " found (give --profile, or make one with emo calibrate)";
-  return false;
-}
-
-// One measured run in the simulator with an optional policy.
-bool Measure(const sim::Program& program, uint64_t seed, int iterations, const FrequencyPolicy* policy, Measurement* m,
-             std::string* err) {
-  sim::EngineOptions eo;
-  eo.iterations = iterations;
-  eo.seed = seed;
-  sim::Engine engine(program, eo);
-  sim::SimGpuControl gpus(&engine);
-  sim::SimHost host(&engine);
-  PolicyPlayer player(policy ? *policy : FrequencyPolicy(), &gpus);
-  Meter meter(&gpus, 1);
-  host.Add(&player);
-  host.Add(&meter);
-  if (!engine.Run(err)) return false;
-  player.Finish();
-  if (!player.error().empty()) {
-    *err = player.error();
-    return false;
-  }
-  return meter.Close(engine.end_ns(), m, err);
-}
-
-FrequencyPolicy StaticPolicy(int gpus, int mhz) {
-  FrequencyPolicy p;
-  for (int g = 0; g < gpus; ++g) p.gpus.push_back({g, {{0, mhz}}});
-  return p;
-}
 
 struct Spread {
   double mean = 0, min = 0, max = 0;
@@ -120,74 +43,21 @@ int RunOptimize(const OptimizeOptions& opt) {
     fmt::print(stderr, "emo optimize: {}\n", e);
     return 1;
   };
-  sim::Program program;
-  if (!sim::LoadWorkload(opt.workload, &program, &err)) return fail(err);
-  if (!opt.device.empty()) {
-    const sim::DeviceSpec* spec = sim::FindDevice(opt.device);
-    if (!spec) return fail("unknown device '" + opt.device + "'");
-    program.device = spec->name;
-  }
   if (!(opt.budget >= 0) || opt.trace_iterations < 3 || opt.seeds < 1 || opt.iterations < 2)
-    return fail("--budget must be >= 0, --trace-iterations and --iterations >= 2, --seeds >= 1");
-  DeviceProfile profile;
-  if (!FindProfile(opt.profile, program.device, &profile, &err)) return fail(err);
-
-  // 1. Trace at default clocks, reading each GPU's energy counter over the run.
-  sim::EngineOptions eo;
-  eo.iterations = opt.trace_iterations;
-  eo.seed = opt.seed;
-  eo.record_trace = true;
-  sim::Engine engine(program, eo);
-  sim::SimGpuControl gpus(&engine);
-  sim::SimHost host(&engine);
-  Meter meter(&gpus, -1);
-  ClockSampler clocks(&gpus, 1.0);
-  host.Add(&meter);
-  host.Add(&clocks);
-  meter.Open(0);
-  if (!engine.Run(&err)) return fail(opt.workload + ": " + err);
-  Measurement traced;
-  if (!meter.Close(engine.end_ns(), &traced, &err)) return fail(err);
-  const Trace& trace = engine.trace();
-
-  // 2. Graph and packs.
-  Graph g;
-  BuildReport report;
-  if (!BuildGraph(trace, &g, &report, &err)) return fail(err);
-  const ReplayResult replay = ReplayMeasured(g);
-  PackOptions po;
-  po.max_ns = opt.pack_ms * 1e6;
-  const Packing packing = PackKernels(g, trace.names, replay, po);
-
-  // 3. Pack profiling through the device's range profiler (another run of the job).
-  sim::EngineOptions po_run = eo;
-  po_run.record_trace = false;
-  po_run.seed = opt.seed + 0x9e37;
-  sim::SimMetricSource source(program, po_run);
-  PackProfile pp;
-  if (!ProfilePacks(trace, g, packing, source, &pp, &err)) return fail(err);
-
-  // 4. Model: per-pack time and energy at every profiled clock.
-  PackModel model(profile);
-  PredictorInput in;
-  PackTables tables;
-  // The clock each pack ran at: below the default where the power limit held it.
-  std::vector<std::vector<std::pair<double, double>>> samples = clocks.samples();
-  for (auto& gpu : samples)
-    for (auto& [t, mhz] : gpu) t -= static_cast<double>(g.origin_ns);
-  const std::vector<double> pack_mhz = PackClocks(packing, samples, profile.default_mhz);
-  if (!PackTimeEnergy(model, packing, pp, pack_mhz, &in.pack_time_s, &in.pack_energy_j, &tables, &err))
-    return fail(err);
-  in.graph = &g;
-  in.packing = &packing;
-  in.clocks_mhz = profile.clocks_mhz;
-  in.default_clock = profile.ClockIndex(profile.default_mhz);
-  in.idle_power_w = model.idle_power_w();
-  for (const Iteration& it : trace.ranks[0].iterations)
-    in.iteration_start_ns.push_back(static_cast<double>(it.start_ns - g.origin_ns));
-  in.measured_energy_j = traced.gpu_energy_j;
-  Predictor predictor;
-  if (!predictor.Init(std::move(in), &err)) return fail(err);
+    return fail("--budget must be >= 0, --trace-iterations >= 3, --iterations >= 2, --seeds >= 1");
+  Pipeline pl;
+  PipelineOptions po;
+  po.profile = opt.profile;
+  po.pack_ms = opt.pack_ms;
+  po.trace_iterations = opt.trace_iterations;
+  po.seed = opt.seed;
+  if (!BuildPipeline(opt.workload, opt.device, po, &pl, &err)) return fail(err);
+  const sim::Program& program = pl.program;
+  const DeviceProfile& profile = pl.profile;
+  const Graph& g = pl.g;
+  const Packing& packing = pl.packing;
+  const PackProfile& pp = pl.pp;
+  Predictor& predictor = pl.predictor;
 
   // 5. Search.
   SearchOptions so;
@@ -251,13 +121,13 @@ int RunOptimize(const OptimizeOptions& opt) {
     for (int i = 0; i < opt.seeds; ++i) seeds.push_back(opt.seed + 1000 + static_cast<uint64_t>(i));
     std::vector<Measurement> def(seeds.size());
     for (size_t i = 0; i < seeds.size(); ++i)
-      if (!Measure(program, seeds[i], opt.iterations, nullptr, &def[i], &err)) return fail(err);
+      if (!MeasureRun(program, seeds[i], opt.iterations, 1, nullptr, "", &def[i], &err)) return fail(err);
     auto outcome = [&](const FrequencyPolicy& p, Outcome* o) {
       std::vector<double> slow, save;
       *o = Outcome();
       for (size_t i = 0; i < seeds.size(); ++i) {
         Measurement m;
-        if (!Measure(program, seeds[i], opt.iterations, &p, &m, &err)) return false;
+        if (!MeasureRun(program, seeds[i], opt.iterations, 1, &p, "", &m, &err)) return false;
         slow.push_back(m.iteration_ms() / def[i].iteration_ms() - 1);
         save.push_back(1 - m.iteration_energy_j() / def[i].iteration_energy_j());
         o->iteration_ms += m.iteration_ms() / static_cast<double>(seeds.size());

@@ -1,0 +1,162 @@
+// sim_pipeline.cc — EMO's pipeline on the simulated device, and measured runs.
+#include "cli/sim_pipeline.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "apply/clock_sampler.h"
+#include "apply/policy_player.h"
+#include "graph/replay.h"
+#include "online/registry.h"
+#include "sim/device_spec.h"
+#include "sim/sim_gpu_control.h"
+#include "sim/sim_metric_source.h"
+#include "sim/workload.h"
+
+namespace emo {
+
+bool FindProfile(const std::string& given, const std::string& device, DeviceProfile* out, std::string* err) {
+  if (!given.empty()) {
+    if (!LoadProfile(given, out, err)) return false;
+    if (out->device != device) {
+      *err = given + ": a profile of " + out->device + ", not of " + device;
+      return false;
+    }
+    return true;
+  }
+  std::vector<std::filesystem::path> dirs;
+  if (const char* env = std::getenv("EMO_PROFILES")) dirs.emplace_back(env);
+  dirs.emplace_back("profiles");
+  dirs.emplace_back(std::filesystem::path(EMO_SOURCE_DIR) / "profiles");
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      DeviceProfile p;
+      std::string why;
+      if (LoadProfile(f.string(), &p, &why) && p.device == device) {
+        *out = std::move(p);
+        return true;
+      }
+    }
+  }
+  *err = "no device profile of " + device + " found (give --profile, or make one with emo calibrate)";
+  return false;
+}
+
+bool BuildPipeline(const std::string& workload, const std::string& device, const PipelineOptions& opt, Pipeline* out,
+                   std::string* err) {
+  sim::Program& program = out->program;
+  if (!sim::LoadWorkload(workload, &program, err)) return false;
+  if (!device.empty()) {
+    const sim::DeviceSpec* spec = sim::FindDevice(device);
+    if (!spec) {
+      *err = "unknown device '" + device + "'";
+      return false;
+    }
+    program.device = spec->name;
+  }
+  if (opt.trace_iterations < 3) {
+    *err = "at least 3 traced iterations are needed (a warm-up and two steady ones)";
+    return false;
+  }
+  if (!FindProfile(opt.profile, program.device, &out->profile, err)) return false;
+  const DeviceProfile& profile = out->profile;
+
+  // 1. Trace at default clocks, reading each GPU's energy counter over the run.
+  sim::EngineOptions eo;
+  eo.iterations = opt.trace_iterations;
+  eo.seed = opt.seed;
+  eo.record_trace = true;
+  out->engine = std::make_unique<sim::Engine>(program, eo);
+  sim::Engine& engine = *out->engine;
+  sim::SimGpuControl gpus(&engine);
+  sim::SimHost host(&engine);
+  Meter meter(&gpus, -1);
+  ClockSampler clocks(&gpus, 1.0);
+  host.Add(&meter);
+  host.Add(&clocks);
+  meter.Open(0);
+  if (!engine.Run(err)) {
+    *err = workload + ": " + *err;
+    return false;
+  }
+  if (!meter.Close(engine.end_ns(), &out->traced, err)) return false;
+  const Trace& trace = engine.trace();
+
+  // 2. Graph and packs.
+  Graph& g = out->g;
+  if (!BuildGraph(trace, &g, &out->report, err)) return false;
+  const ReplayResult replay = ReplayMeasured(g);
+  PackOptions po;
+  po.max_ns = opt.pack_ms * 1e6;
+  out->packing = PackKernels(g, trace.names, replay, po);
+  const Packing& packing = out->packing;
+
+  // 3. Pack profiling through the device's range profiler (another run of the job).
+  sim::EngineOptions po_run = eo;
+  po_run.record_trace = false;
+  po_run.seed = opt.seed + 0x9e37;
+  sim::SimMetricSource source(program, po_run);
+  if (!ProfilePacks(trace, g, packing, source, &out->pp, err)) return false;
+
+  // 4. Model: per-pack time and energy at every profiled clock.
+  PackModel model(profile);
+  PredictorInput in;
+  // The clock each pack ran at: below the default where the power limit held it.
+  std::vector<std::vector<std::pair<double, double>>> samples = clocks.samples();
+  for (auto& gpu : samples)
+    for (auto& [t, mhz] : gpu) t -= static_cast<double>(g.origin_ns);
+  const std::vector<double> pack_mhz = PackClocks(packing, samples, profile.default_mhz);
+  if (!PackTimeEnergy(model, packing, out->pp, pack_mhz, &in.pack_time_s, &in.pack_energy_j, &out->tables, err))
+    return false;
+  in.graph = &g;
+  in.packing = &packing;
+  in.clocks_mhz = profile.clocks_mhz;
+  in.default_clock = profile.ClockIndex(profile.default_mhz);
+  in.idle_power_w = model.idle_power_w();
+  for (const Iteration& it : trace.ranks[0].iterations)
+    in.iteration_start_ns.push_back(static_cast<double>(it.start_ns - g.origin_ns));
+  in.measured_energy_j = out->traced.gpu_energy_j;
+  return out->predictor.Init(std::move(in), err);
+}
+
+bool MeasureRun(const sim::Program& program, uint64_t seed, int iterations, int warmup, const FrequencyPolicy* policy,
+                const std::string& controller, Measurement* m, std::string* err) {
+  sim::EngineOptions eo;
+  eo.iterations = iterations;
+  eo.seed = seed;
+  sim::Engine engine(program, eo);
+  sim::SimGpuControl gpus(&engine);
+  sim::SimHost host(&engine);
+  PolicyPlayer player(policy ? *policy : FrequencyPolicy(), &gpus);
+  MethodSpec spec;
+  if (!ParseMethodSpec(controller, &spec, err)) return false;
+  std::unique_ptr<OnlineMethod> method = BuildMethod(spec, &gpus, err);
+  if (spec.entry && !method) return false;
+  Meter meter(&gpus, warmup);
+  host.Add(&player);
+  if (method) host.Add(method.get());
+  host.Add(&meter);
+  const bool ran = engine.Run(err);
+  player.Finish();
+  if (method) method->Finish();
+  if (!ran) return false;
+  if (!player.error().empty() || (method && !method->error().empty())) {
+    *err = !player.error().empty() ? player.error() : method->error();
+    return false;
+  }
+  return meter.Close(engine.end_ns(), m, err);
+}
+
+FrequencyPolicy StaticPolicy(int gpus, int mhz) {
+  FrequencyPolicy p;
+  for (int g = 0; g < gpus; ++g) p.gpus.push_back({g, {{0, mhz}}});
+  return p;
+}
+
+}  // namespace emo

@@ -1,0 +1,66 @@
+// sim_pipeline.h — EMO's pipeline up to the prediction pass, with the simulator as the device:
+// trace a workload at default clocks (energy counters and clock samples read as on hardware),
+// build the graph, pack, profile the unique packs through the range profiler, and fit the pack
+// model. `emo optimize`, `emo validate` and `emo bench` start from it. Measurement helpers too.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apply/measurement.h"
+#include "device/frequency_policy.h"
+#include "graph/builder.h"
+#include "graph/graph.h"
+#include "model/device_profile.h"
+#include "model/pack_model.h"
+#include "model/pack_profile.h"
+#include "model/predict.h"
+#include "pack/packer.h"
+#include "sim/engine.h"
+#include "sim/program.h"
+
+namespace emo {
+
+struct PipelineOptions {
+  std::string profile;       // device profile JSON; "": the shipped one for the device (profiles/)
+  double pack_ms = 5;        // packing's Δmax
+  int trace_iterations = 4;  // iterations traced at default clocks (>= 3)
+  uint64_t seed = 1;         // of the traced run (the profiling run uses another)
+};
+
+// Everything the pipeline built; holds the graph the predictor points into, so it stays put.
+struct Pipeline {
+  sim::Program program;
+  DeviceProfile profile;
+  std::unique_ptr<sim::Engine> engine;  // the traced run; its trace()
+  Measurement traced;                   // energy over the whole traced run, per GPU
+  Graph g;
+  BuildReport report;
+  Packing packing;
+  PackProfile pp;
+  PackTables tables;  // the model's output for the profiled packs
+  Predictor predictor;
+
+  Pipeline() = default;
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+};
+
+// Loads the workload (device overridden unless empty) and runs the pipeline. False with *err.
+bool BuildPipeline(const std::string& workload, const std::string& device, const PipelineOptions& opt, Pipeline* out,
+                   std::string* err);
+
+// The device profile for a device: `given`, else the first JSON in $EMO_PROFILES, ./profiles or
+// the source tree's profiles/ whose "device" is this device.
+bool FindProfile(const std::string& given, const std::string& device, DeviceProfile* out, std::string* err);
+
+// One run in the simulator with an optional policy and/or online method ("" for none), measured
+// after `warmup` iterations.
+bool MeasureRun(const sim::Program& program, uint64_t seed, int iterations, int warmup, const FrequencyPolicy* policy,
+                const std::string& controller, Measurement* m, std::string* err);
+
+// Every GPU locked to one clock from the iteration start.
+FrequencyPolicy StaticPolicy(int gpus, int mhz);
+
+}  // namespace emo

@@ -38,7 +38,12 @@ int main(int argc, char** argv) {
   s->add_option("--iterations", sim.iterations, "iterations to run")->check(CLI::PositiveNumber);
   s->add_option("--warmup", sim.warmup, "iterations left out of the measurement (default: 1 when there are several)")
       ->check(CLI::NonNegativeNumber);
-  s->add_option("--seed", sim.seed, "seed of the run-to-run noise");
+  s->add_option("--seed", sim.seed, "seed of the run-to-run noise (of the first run with --seeds)");
+  s->add_option("--seeds", sim.seeds,
+                "runs with seeds S, S+1, ...: mean and spread of iteration time and energy (text and --measure)")
+      ->check(CLI::PositiveNumber);
+  s->add_option("--gpu-seed", sim.gpu_seed,
+                "which simulated physical GPUs: seed of the per-GPU power and speed variation (default 0)");
   s->add_option("--trace", sim.trace_out, "write a Kineto JSON trace (a directory of rank-R.json for several GPUs)");
   s->add_option("--measure", sim.measure_out,
                 "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iteration_ms, per_gpu, ...)");

@@ -139,7 +139,8 @@ struct Gpu {
   double idle_since = 0;                // when the last GPU op ended (running empty)
   bool waking = false;                  // the clock is coming back from the idle drop
   std::vector<Running> running;
-  int n_compute = 0;  // compute kernels in `running`
+  int n_compute = 0;                         // compute kernels in `running`
+  double time_factor = 1, power_factor = 1;  // per-GPU x per-run variation (EngineOptions::variation)
   double last_update = 0;
   double energy_j = 0, busy_ns = 0, power_w = 0;
   double mem_share = 0, mem_busy_ns = 0;  // DRAM bandwidth share in use now, and its integral
@@ -228,12 +229,12 @@ struct Engine::State {
   State(const Program& prog, const EngineOptions& o) : p(prog), opt(o), rng(o.seed), noise_state(o.seed) {}
 
   // The uniform in (0, 1] that splitmix64 draws from state z.
-  static double Uniform(uint64_t z) {
+  static uint64_t Mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (static_cast<double>(z >> 11) + 1) * 0x1.0p-53;
+    return z ^ (z >> 31);
   }
+  static double Uniform(uint64_t z) { return (static_cast<double>(Mix(z) >> 11) + 1) * 0x1.0p-53; }
   // Approximately standard normal: the Irwin-Hall sum of four uniforms, scaled to unit variance
   // (tails bounded at ±3.5, which suits noise on durations). The four draws are independent of
   // each other, so they are computed side by side from a local copy of the state.
@@ -297,7 +298,7 @@ struct Engine::State {
     if (g.running.empty() && !g.locked && now - g.idle_since > kIdleHoldNs) {
       // Idle past the hold: the clock (and idle power) dropped at idle_since + hold.
       const double high = std::max(0.0, g.idle_since + kIdleHoldNs - g.last_update);
-      g.energy_j += (g.power_w * high + idle_w[0] * (dt - high)) * 1e-9;
+      g.energy_j += (g.power_w * high + idle_w[0] * g.power_factor * (dt - high)) * 1e-9;
     } else {
       g.energy_j += g.power_w * dt * 1e-9;
     }
@@ -314,7 +315,7 @@ struct Engine::State {
     const size_t ci = g.waking ? 0 : std::min(g.requested_ci, g.cap_ci);
     g.effective_ci = ci;
     g.effective_mhz = spec->sm_clocks_mhz[ci];
-    g.power_w = Power(g, ci);
+    g.power_w = Power(g, ci) * g.power_factor;
     const int n = g.n_compute;
     double mem = 0;
     for (Running& r : g.running) {
@@ -653,6 +654,7 @@ struct Engine::State {
     r.stream = sid;
     r.noise = it.noise;
     if (it.kind == Item::kKernel) {
+      r.noise *= g.time_factor;
       r.compute = true;
       r.kernel = it.kernel;
       ++g.n_compute;
@@ -806,6 +808,27 @@ struct Engine::State {
     Push(now + opt.telemetry_period_ms * 1e6 * jitter(rng), kTelemetry, gi);
   }
 
+  // The per-GPU factors come from gpu_seed and the GPU's index (the same physical GPUs whatever
+  // the run's seed); the per-run ones from the seed. Separate hash streams from the per-op noise,
+  // so that adding them left every op's draw as it was.
+  void DrawVariation() {
+    if (opt.noise <= 0) return;
+    const Variation& v = opt.variation;
+    auto normal = [](uint64_t key) {
+      double sum = 0;
+      for (uint64_t i = 1; i <= 4; ++i) sum += Uniform(key + i * 0x9e3779b97f4a7c15ULL);
+      return (sum - 2) * 1.7320508075688772;
+    };
+    auto factor = [&](double sigma, uint64_t key) { return std::max(0.5, 1 + sigma * normal(key)); };
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      const uint64_t gpu_key = Mix(Mix(opt.gpu_seed ^ 0x2545f4914f6cdd1dULL) + i);
+      const uint64_t run_key = Mix(Mix(opt.seed ^ 0x5851f42d4c957f2dULL) + i);
+      Gpu& g = gpus[i];
+      g.time_factor = factor(v.gpu_time, gpu_key * 3 + 1) * factor(v.run_time, run_key * 3 + 1);
+      g.power_factor = factor(v.gpu_power, gpu_key * 3 + 2) * factor(v.run_power, run_key * 3 + 2);
+    }
+  }
+
   bool Setup(std::string* err) {
     if (!Validate(p, err)) return false;
     spec = FindDevice(p.device);
@@ -825,8 +848,9 @@ struct Engine::State {
       g.requested_ci = g.effective_ci = ClockIndex(g, g.requested_mhz);
       g.power_limit = spec->power_limit_default_w;
       g.top_ci = g.cap_ci = g.requested_ci;
-      g.power_w = idle_w[g.top_ci];
     }
+    DrawVariation();
+    for (Gpu& g : gpus) g.power_w = idle_w[g.top_ci] * g.power_factor;
     n_launch = trace.names.Intern("cudaLaunchKernel");
     n_memcpy_async = trace.names.Intern("cudaMemcpyAsync");
     n_memcpy = trace.names.Intern("cudaMemcpy");
@@ -1044,6 +1068,9 @@ double Engine::ClockMhz(int gpu) const {
   const Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
   return s_->IdleDropped(g) ? g.spec->min_clock_mhz() : g.effective_mhz;
 }
+double Engine::EnergyCounterPeriodS(int) const { return s_->opt.telemetry_period_ms * 1e-3; }
+double Engine::TimeFactor(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].time_factor; }
+double Engine::PowerFactor(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].power_factor; }
 double Engine::now_ns() const { return s_->now; }
 void Engine::StartCounters(int gpu) {
   Gpu& g = s_->gpus[static_cast<size_t>(gpu)];

@@ -22,10 +22,25 @@
 
 namespace emo::sim {
 
+// Variation between runs and between GPUs of one model, as relative standard deviations (see the
+// README's table for the sources). Each run draws, per GPU, a factor on its kernels' durations and
+// one on its power (thermal state, clock and memory-timing jitter: run to run); each GPU carries,
+// for the whole cluster (`gpu_seed`), a factor on its power (manufacturing variation of leakage
+// and voltage: under a power limit it becomes a clock difference) and a small one on kernel time.
+struct Variation {
+  double run_time = 0.005;   // per run and GPU, kernel durations
+  double run_power = 0.005;  // per run and GPU, power
+  double gpu_time = 0.003;   // per GPU of the cluster, kernel durations at a given clock
+  double gpu_power = 0.03;   // per GPU of the cluster, power
+};
+
 struct EngineOptions {
   int iterations = 10;
-  uint64_t seed = 1;
-  double noise = 0.01;  // relative standard deviation of GPU-op and CPU durations
+  uint64_t seed = 1;      // the run: per-op noise and the per-run factors
+  uint64_t gpu_seed = 0;  // the cluster: which physical GPUs (their per-GPU factors)
+  double noise = 0.01;    // relative standard deviation of GPU-op and CPU durations; 0 turns every
+                          // random variation off (per-op, per-run and per-GPU: tests of the model)
+  Variation variation;
   bool record_trace = true;
   double telemetry_period_ms = 25;  // mean period of energy-counter/power-sample updates (jittered ±20 %)
 };
@@ -63,6 +78,12 @@ class Engine {
   double Utilization(int gpu) const;        // fraction of the last period with a GPU op running
   double MemoryUtilization(int gpu) const;  // fraction of the last period DRAM was busy (bandwidth-weighted)
   double ClockMhz(int gpu) const;           // the SM clock in effect now
+  // Mean interval between updates of the energy counter (and power/utilisation samples), s: a
+  // measurement window must span many of them for its energy to mean anything.
+  double EnergyCounterPeriodS(int gpu) const;
+  // This GPU's hidden per-GPU times per-run factors (kernel time, power): for tests only.
+  double TimeFactor(int gpu) const;
+  double PowerFactor(int gpu) const;
   // Range profiling, as CUPTI's: counters of the compute kernels that end on `gpu` between
   // StartCounters and StopCounters, with about 1 % measurement noise.
   void StartCounters(int gpu);

@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "sim/device_spec.h"
 #include "sim/engine.h"
 #include "sim/sim_gpu_control.h"
+#include "sim/static_sweep.h"
 #include "sim/workload.h"
 #include "trace/kineto_writer.h"
 
@@ -86,6 +88,78 @@ bool RunSeed(const sim::Program& program, const SimOptions& opt, const Frequency
   return true;
 }
 
+// `emo sim --sweep-clocks`: the workload at each static clock over the seeds, and the best static
+// clock within each budget.
+int RunSweep(const sim::Program& program, const SimOptions& opt, int warmup) {
+  std::string err;
+  std::vector<int> clocks;
+  const std::string arg = opt.sweep_clocks == "default" ? "" : opt.sweep_clocks;
+  if (!sim::SweepClockList(program.device, arg, &clocks, &err)) {
+    fmt::print(stderr, "emo sim: --sweep-clocks: {}\n", err);
+    return 1;
+  }
+  std::vector<uint64_t> seeds;
+  for (int i = 0; i < opt.seeds; ++i) seeds.push_back(opt.seed + static_cast<uint64_t>(i));
+  std::vector<sim::StaticPoint> points;
+  if (!sim::SweepStaticClocks(program, clocks, seeds, opt.iterations, warmup, &points, &err)) {
+    fmt::print(stderr, "emo sim: {}: {}\n", opt.workload, err);
+    return 1;
+  }
+  fmt::print("{} on {} x {}: static clocks, {} iterations ({} measured) x {} seeds each\n", program.name,
+             program.ranks.size(), program.device, opt.iterations, opt.iterations - warmup, seeds.size());
+  fmt::print("{:>8} {:>13} {:>7} {:>14} {:>7} {:>10} {:>9}\n", "clock", "iteration ms", "±%", "J/iteration", "±%",
+             "slowdown%", "saving%");
+  for (const sim::StaticPoint& p : points)
+    fmt::print("{:>8} {:>13.3f} {:>7.2f} {:>14.2f} {:>7.2f} {:>10.2f} {:>9.2f}\n",
+               p.mhz > 0 ? std::to_string(p.mhz) : std::string("default"), p.iteration_ms.mean,
+               100 * p.iteration_ms.rel_stdev(), p.iteration_energy_j.mean, 100 * p.iteration_energy_j.rel_stdev(),
+               100 * p.slowdown.mean, 100 * p.saving.mean);
+  nlohmann::ordered_json best = nlohmann::ordered_json::array();
+  for (double budget : opt.budgets) {
+    const sim::StaticPoint* b = sim::BestStaticClock(points, budget / 100);
+    fmt::print("best static clock within {:g} %: {} (saving {:.2f} % ± {:.2f}, slowdown {:.2f} % ± {:.2f})\n", budget,
+               b->mhz > 0 ? std::to_string(b->mhz) + " MHz" : std::string("default"), 100 * b->saving.mean,
+               100 * b->saving.stdev, 100 * b->slowdown.mean, 100 * b->slowdown.stdev);
+    best.push_back({{"budget_pct", budget},
+                    {"mhz", b->mhz > 0 ? nlohmann::ordered_json(b->mhz) : nlohmann::ordered_json(nullptr)},
+                    {"saving", b->saving.mean},
+                    {"slowdown", b->slowdown.mean}});
+  }
+  double counter_error = 0;
+  for (const sim::StaticPoint& p : points) counter_error = std::max(counter_error, p.counter_error);
+  if (counter_error > 0.01)
+    fmt::print(stderr,
+               "emo sim: warning: the measured windows are short for the energy counter's steps: a run's energy is "
+               "typically off by up to {:.1f} %; measure more iterations\n",
+               100 * counter_error);
+  if (!opt.measure_out.empty()) {
+    nlohmann::ordered_json j;
+    j["workload"] = program.name;
+    j["device"] = program.device;
+    j["gpus"] = program.ranks.size();
+    j["seeds"] = seeds;
+    j["run_iterations"] = opt.iterations;
+    j["warmup_iterations"] = warmup;
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const sim::StaticPoint& p : points)
+      rows.push_back({{"mhz", p.mhz > 0 ? nlohmann::ordered_json(p.mhz) : nlohmann::ordered_json(nullptr)},
+                      {"iteration_ms", SpreadJson(p.iteration_ms)},
+                      {"iteration_energy_j", SpreadJson(p.iteration_energy_j)},
+                      {"slowdown", SpreadJson(p.slowdown)},
+                      {"saving", SpreadJson(p.saving)},
+                      {"window_s", p.window_s}});
+    j["static_clocks"] = rows;
+    j["best"] = best;
+    std::ofstream f(opt.measure_out);
+    f << j.dump(2) << "\n";
+    if (!f) {
+      fmt::print(stderr, "emo sim: {}: cannot write\n", opt.measure_out);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunSim(const SimOptions& opt) {
@@ -126,6 +200,13 @@ int RunSim(const SimOptions& opt) {
     fmt::print(stderr, "emo sim: --seeds ({}) must be at least 1\n", opt.seeds);
     return 1;
   }
+  if (!opt.sweep_clocks.empty()) {
+    if (!opt.policy.empty() || !opt.controller.empty() || !opt.trace_out.empty()) {
+      fmt::print(stderr, "emo sim: --sweep-clocks locks every clock itself: no --policy, --controller or --trace\n");
+      return 1;
+    }
+    return RunSweep(program, opt, warmup);
+  }
 
   // Each seed is a fresh run on the same simulated GPUs (--gpu-seed); the first writes the trace.
   std::vector<SeedRun> runs(static_cast<size_t>(opt.seeds));
@@ -154,17 +235,18 @@ int RunSim(const SimOptions& opt) {
         time_spread.min, time_spread.max, energy_spread.mean, 100 * energy_spread.rel_stdev(), energy_spread.min,
         energy_spread.max);
   for (const std::string& line : first.lines) fmt::print("{}\n", line);
-  // The energy counter advances in steps (one every counter period), so a window's energy can be
-  // off by up to one step at each end; warn when that bound exceeds 1 %.
-  const double window_s = m.window_s;
-  const double bound = window_s > 0 ? 2 * first.counter_period_s / window_s : 1;
-  if (bound > 0.01)
+  // The energy counter advances in steps (one every update interval P), so each end of the window
+  // reads it up to P late: the window's energy is off by up to 2P/window, typically (rms)
+  // P/(√6·window). Warn when the typical error exceeds 1 %.
+  const double window_s = m.window_s, period_s = first.counter_period_s;
+  const double typical = window_s > 0 ? period_s / std::sqrt(6.0) / window_s : 1;
+  if (typical > 0.01)
     fmt::print(stderr,
                "emo sim: warning: the measured window ({:.3f} s) spans about {:.0f} energy-counter updates (one every "
-               "~{:.0f} ms): its energy can be off by up to {:.1f} %; measure more iterations (a window of {:.0f} s "
-               "or more keeps this under 1 %)\n",
-               window_s, window_s / first.counter_period_s, first.counter_period_s * 1e3, 100 * bound,
-               200 * first.counter_period_s);
+               "~{:.0f} ms): its energy can be off by up to {:.1f} % (typically {:.1f} %); measure more iterations (a "
+               "window of {:.1f} s or more keeps the typical error under 1 %)\n",
+               window_s, window_s / period_s, period_s * 1e3, 200 * period_s / std::max(window_s, 1e-9), 100 * typical,
+               period_s / std::sqrt(6.0) / 0.01);
 
   if (!opt.measure_out.empty()) {
     nlohmann::ordered_json j;

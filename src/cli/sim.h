@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace emo {
 
@@ -18,6 +19,10 @@ struct SimOptions {
   uint64_t gpu_seed = 0;  // which simulated physical GPUs (their per-GPU variation)
   std::string trace_out;  // Kineto JSON (one rank) or a directory of rank-R.json files
   std::string measure_out;
+  // Static-clock sweep instead of one run: "" (none), "default" (the documented subset), "all" or
+  // a comma-separated list of MHz; the best static clock is reported within each budget (%).
+  std::string sweep_clocks;
+  std::vector<double> budgets = {0, 2, 5};
 };
 
 int RunSim(const SimOptions& opt);

@@ -401,6 +401,64 @@ TEST(Engine, CollectiveRendezvous) {
   EXPECT_EQ(e.trace().names.Get(a.process_group), "0");
 }
 
+// An NCCL kernel that transfers holds some SMs: GEMMs overlapped with it run 1/0.9 as long as
+// alone (the 5-15 % published for overlapped GEMMs), and their power above idle scales with it.
+TEST(Engine, NcclKernelsSlowOverlappedCompute) {
+  auto gemm_ns = [](bool with_collective) {
+    Program p = OneRank({});
+    p.kernels.push_back({"ncclKernel_AllReduce_RING_LL_Sum_bfloat16", AllReduceKernel(2e9, 2, 2)});
+    p.groups.push_back({{0, 1}, CollectiveKind::kAllReduce, "0"});
+    p.ranks.resize(2);
+    std::vector<Instr> code;
+    if (with_collective) code.push_back(Collective(2, 0, 2e9));  // ~10 ms on the link
+    for (int i = 0; i < 20; ++i) code.push_back(Launch(0, 0));
+    code.push_back(Make(Op::kDeviceSync));
+    p.ranks[0].threads[0].code = code;
+    p.ranks[1].threads.resize(1);
+    p.ranks[1].threads[0].code = {Cpu(1000)};
+    if (with_collective) p.ranks[1].threads[0].code = {Collective(2, 0, 2e9), Make(Op::kDeviceSync)};
+    p.ranks[0].streams = p.ranks[1].streams = 2;
+    Engine e(p, Exact());
+    Uncapped(e);
+    std::string err;
+    EXPECT_TRUE(e.Run(&err)) << err;
+    double total = 0, comm_end = 0;
+    for (const GpuOp& op : e.trace().ranks[0].ops)
+      if (op.is_comm) comm_end = static_cast<double>(op.end_ns);
+    for (const GpuOp& op : e.trace().ranks[0].ops)
+      if (!op.is_comm) {
+        EXPECT_TRUE(!with_collective || op.end_ns < comm_end);  // every GEMM overlapped
+        total += static_cast<double>(op.end_ns - op.start_ns);
+      }
+    return total;
+  };
+  EXPECT_NEAR(gemm_ns(true) / gemm_ns(false), 1 / 0.9, 1e-3);
+}
+
+// NCCL's copy loop runs at the SM clock: at or above half the boost clock the link bounds the
+// transfer; below it the transfer slows as (boost/2)/f.
+TEST(Engine, NcclSlowsBelowHalfTheBoostClock) {
+  for (int mhz : {1005, 420}) {
+    SCOPED_TRACE(mhz);
+    Program p = OneRank({});
+    p.kernels.push_back({"ncclKernel_AllReduce_RING_LL_Sum_bfloat16", AllReduceKernel(64e6, 2, 2)});
+    p.groups.push_back({{0, 1}, CollectiveKind::kAllReduce, "0"});
+    p.ranks.resize(2);
+    p.ranks[0].threads[0].code = {Cpu(30e6), Collective(2, 0, 64e6), Make(Op::kDeviceSync)};
+    p.ranks[1].threads.resize(1);
+    p.ranks[1].threads[0].code = {Cpu(30e6), Collective(2, 0, 64e6), Make(Op::kDeviceSync)};
+    p.ranks[0].streams = p.ranks[1].streams = 2;
+    Engine e(p, Exact());
+    for (int g = 0; g < 2; ++g) e.SetLockedClock(g, mhz);
+    std::string err;
+    ASSERT_TRUE(e.Run(&err)) << err;
+    const GpuOp& a = e.trace().ranks[0].ops[0];
+    const double link_ns = 64e6 * 2 * (2 - 1) / 2 / 200e9 * 1e9;
+    const double slow = std::max(1.0, 705.0 / mhz);
+    EXPECT_NEAR(static_cast<double>(a.end_ns - a.start_ns), link_ns * slow + 8000, 2);
+  }
+}
+
 TEST(Engine, MismatchedCollectivesDeadlock) {
   Program p = OneRank({});
   p.kernels.push_back({"ncclKernel_AllReduce_RING_LL_Sum_bfloat16", AllReduceKernel(1e6, 2, 2)});

@@ -50,6 +50,15 @@ inline constexpr double kCapHysteresis = 0.03;
 // names the behaviour, not its time constants.
 inline constexpr double kIdleHoldNs = 200e6;
 inline constexpr double kIdleWakeNs = 5e6;
+// NCCL kernels run on SMs: while one transfers, it holds some of the GPU's SMs (and memory
+// bandwidth), so compute kernels overlapped with it progress at (1 - kNcclSmShare) of their rate,
+// and its own copy loop runs at the SM clock, so below kNcclClockKnee of the boost clock the
+// transfer is limited by the clock rather than the link and slows as knee/f. The 5-15 %
+// slowdown of overlapped GEMMs (an all-gather's 24 CTAs on a 132-SM H100 push a one-wave GEMM into
+// a second wave: NVIDIA developer forum, 2025) gives kNcclSmShare = 0.1 (~11 %); the knee (half the
+// boost clock: NCCL's CTAs assumed to copy at twice the link rate at full clock) is assumed.
+inline constexpr double kNcclSmShare = 0.1;
+inline constexpr double kNcclClockKnee = 0.5;
 
 // Work queued on a stream. One cache line: deep queues (thousands of launches ahead of the GPU)
 // are written and read an item at a time.
@@ -283,14 +292,15 @@ struct Engine::State {
     }
     return c;
   }
-  // Power of the running mix at clock index ci.
-  double Power(const Gpu& g, size_t ci) {
+  // Power of the running mix at clock index ci; compute kernels use `share` of the SMs (the rest
+  // held by NCCL kernels, whose power counts on its own).
+  double Power(const Gpu& g, size_t ci, double share) {
     const double idle = idle_w[ci];
     const int n = g.n_compute;
     double w = idle;
     for (const Running& r : g.running) {
       if (r.compute)
-        w += (Cost(r.kernel, ci).power_w - idle) / n;
+        w += (Cost(r.kernel, ci).power_w - idle) * share / n;
       else if (r.kernel >= 0)
         w += Cost(r.kernel, ci).power_w - idle;
       else
@@ -323,7 +333,11 @@ struct Engine::State {
     const size_t ci = g.waking ? 0 : std::min(g.requested_ci, g.cap_ci);
     g.effective_ci = ci;
     g.effective_mhz = spec->sm_clocks_mhz[ci];
-    g.power_w = Power(g, ci) * g.power_factor;
+    // NCCL kernels transferring now (collectives run as non-compute ops with a kernel).
+    bool comm = false;
+    for (const Running& r : g.running) comm |= !r.compute && r.kernel >= 0;
+    const double share = comm ? 1 - kNcclSmShare : 1;
+    g.power_w = Power(g, ci, share) * g.power_factor;
     const int n = g.n_compute;
     double mem = 0;
     for (Running& r : g.running) {
@@ -332,7 +346,7 @@ struct Engine::State {
       if (r.compute) {
         const CostEntry& c = Cost(r.kernel, ci);
         mem += c.dram_util / n;
-        r.rate = 1.0 / (c.time_ns * r.noise * n);
+        r.rate = share / (c.time_ns * r.noise * n);
         end_t = now + std::max(0.0, r.remaining) / r.rate;
       } else {
         mem += r.kernel >= 0 ? Cost(r.kernel, ci).dram_util : r.dram;
@@ -699,7 +713,14 @@ struct Engine::State {
     double factor = CollectiveBusFactor(grp.kind, n);
     double bytes = 0;
     for (int32_t s : arrived) bytes = std::max(bytes, streams[static_cast<size_t>(s)].q.front().bytes);
-    double dur = (bytes * factor / p.link_bytes_per_s * 1e9 + kCollectiveLatencyNs) * it.noise;
+    // The slowest member's SM clock bounds NCCL's copy loop (kNcclClockKnee).
+    double clock_slow = 1;
+    for (int32_t s : arrived) {
+      const Gpu& g = gpus[static_cast<size_t>(streams[static_cast<size_t>(s)].rank)];
+      const double mhz = IdleDropped(g) || g.waking ? g.spec->min_clock_mhz() : g.effective_mhz;
+      clock_slow = std::max(clock_slow, kNcclClockKnee * g.spec->boost_ceiling_mhz() / mhz);
+    }
+    double dur = (bytes * factor / p.link_bytes_per_s * 1e9 * clock_slow + kCollectiveLatencyNs) * it.noise;
     for (int32_t s : arrived) {
       Stream& st = streams[static_cast<size_t>(s)];
       Gpu& g = gpus[static_cast<size_t>(st.rank)];

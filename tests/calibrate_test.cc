@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -76,14 +78,24 @@ TEST(Calibrate, SimulatedA100GivesAUsableProfileAndResumes) {
   EXPECT_EQ(p.device, a100.name);
   EXPECT_EQ(p.default_mhz, 1410);
   // Measured through the counters, times match the simulator's own model within a few per cent.
+  // Energies match it up to the simulated GPU's own power factor (GPU-to-GPU variation, σ 3 %),
+  // which a calibration rightly measures: every benchmark's ratio to the nominal model lies within
+  // 3 % of their median, and the median within 10 % (3σ) of 1.
+  std::vector<double> energy_ratios;
   for (int b = 0; b < kMicrobenches; ++b) {
     const sim::KernelTraits k = sim::MicrobenchTraits(a100, static_cast<Microbench>(b));
     for (int c = 0; c < 2; ++c) {
       const sim::KernelCost cost = sim::EvaluateKernel(a100, k, opt.clocks_mhz[static_cast<size_t>(c)]);
       EXPECT_NEAR(p.bench[b].time_s[c] / cost.time_s, 1, 0.03) << MicrobenchName(static_cast<Microbench>(b));
-      EXPECT_NEAR(p.bench[b].energy_j[c] / cost.energy_j, 1, 0.05) << MicrobenchName(static_cast<Microbench>(b));
+      energy_ratios.push_back(p.bench[b].energy_j[c] / cost.energy_j);
     }
   }
+  std::vector<double> sorted = energy_ratios;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  EXPECT_NEAR(median, 1, 0.10);
+  for (size_t i = 0; i < energy_ratios.size(); ++i)
+    EXPECT_NEAR(energy_ratios[i] / median, 1, 0.03) << MicrobenchName(static_cast<Microbench>(i / 2)) << " " << i % 2;
   EXPECT_GT(p.bench[kBenchFp32Fma].metrics[kInstFma], 0);
   EXPECT_GT(p.bench[kBenchDramRead].metrics[kDramReadBytes], 0);
   EXPECT_GT(p.bench[kBenchHmma].metrics[kInstTensor], 0);

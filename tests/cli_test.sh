@@ -62,6 +62,24 @@ if [ -d "$workloads" ]; then
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 3 --policy "$tmp/p.json" --measure "$tmp/m2.json" >/dev/null 2>&1
   check "a 1005 MHz policy saves energy and costs time" python3 -c \
     "import json,sys; a=json.load(open('$tmp/m.json')); b=json.load(open('$tmp/m2.json')); sys.exit(0 if b['energy_j'] < a['energy_j'] and b['iteration_ms'] > a['iteration_ms'] else 1)"
+  # --seeds: the first seed's run under the usual keys, each run under seeds, mean and spread;
+  # a window shorter than the energy counter's resolution allows is warned about.
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 3 --seeds 4 --measure "$tmp/s.json" \
+    >"$tmp/s.out" 2>"$tmp/s.err"
+  check "sim --seeds exits 0" test $? -eq 0
+  check "sim --seeds reports the spread" grep -q "4 seeds (1..4)" "$tmp/s.out"
+  check "sim warns about a short measurement window" grep -q "energy-counter updates" "$tmp/s.err"
+  check "measure with seeds: first run's keys, seeds and spread" python3 -c \
+    "import json,sys; d=json.load(open('$tmp/s.json')); a=json.load(open('$tmp/m.json')); s=d['spread']['iteration_ms']; sys.exit(0 if d['iteration_ms'] == a['iteration_ms'] and len(d['seeds']) == 4 and d['seeds'][0]['seed'] == 1 and s['min'] <= s['mean'] <= s['max'] and 0 < s['rel_stdev'] < 0.05 else 1)"
+  # --sweep-clocks: a row per clock after the default, the best clock per budget, bad clocks refused.
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 4 --seeds 2 --sweep-clocks 1410,1200,1005 \
+    --budget 0,5,30 --measure "$tmp/sw.json" >"$tmp/sw.out" 2>/dev/null
+  check "sim --sweep-clocks exits 0" test $? -eq 0
+  check "sweep prints the best clock within each budget" grep -q "best static clock within 30 %" "$tmp/sw.out"
+  check "sweep JSON: default first, slowdown grows, budgets answered" python3 -c \
+    "import json,sys; d=json.load(open('$tmp/sw.json')); r=d['static_clocks']; b=d['best']; sys.exit(0 if [x['mhz'] for x in r] == [None, 1410, 1200, 1005] and r[3]['slowdown']['mean'] > r[2]['slowdown']['mean'] > 0.02 and [x['budget_pct'] for x in b] == [0, 5, 30] and b[2]['mhz'] in (1200, 1005) and len(d['seeds']) == 2 else 1)"
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --sweep-clocks 1411 >/dev/null 2>"$tmp/err"; rc=$?
+  check "sweep of an unsupported clock exits 1 naming it" bash -c "test $rc -eq 1 && grep -q '1411 MHz' '$tmp/err'"
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 40 --warmup 38 \
     --controller zeus-power-limit:warmup=1,profile=1,step-w=100 --measure "$tmp/z.json" >/dev/null 2>&1
   # The A100-SXM4-80GB ships with a 400 W limit (its maximum) and allows 100 W: 400, 300, 200, 100.

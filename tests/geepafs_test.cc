@@ -161,8 +161,12 @@ TEST(Geepafs, OptionsAndRefusals) {
 }
 
 // In simulation on a TP-2 GPT-3 step (GEMM-heavy, ~0.5 s): GEEPAFS settles below the maximum
-// clock and saves energy per iteration; its target keeps 90 % of performance, so the slowdown
-// stays within 1/0.9.
+// clock, at or above its floor (1110 MHz on the A100), and saves energy per iteration. Its target
+// keeps 90 % of performance only if each 200 ms sample measures the probe clock just set; with the
+// A100's NVML utilisation (the last completed 1/6 s sample period, not aligned with GEEPAFS's
+// ticks, and a 5-15 ms clock latency) most samples mix the probe with the one before, the fitted
+// slope flattens, and GEEPAFS settles at its floor: the slowdown is that of 1110 MHz (~14 %), not
+// within 1/0.9. Upstream GEEPAFS reads the same NVML readings on hardware.
 TEST(Geepafs, SavesEnergyInSimulation) {
   sim::Program program;
   std::string err;
@@ -192,8 +196,9 @@ TEST(Geepafs, SavesEnergyInSimulation) {
   run(true, &ms, &j, &choices);
   ASSERT_EQ(choices.size(), 1u);
   EXPECT_LT(choices[0], 1410);
+  EXPECT_GE(choices[0], 1110);
   EXPECT_LT(j, base_j);
-  EXPECT_LT(ms, base_ms / 0.9);
+  EXPECT_LT(ms, base_ms * 1.2);  // no slower than its floor clock allows
   std::printf("geepafs chose %d MHz: %.1f ms, %.1f J per iteration (at default clocks %.1f ms, %.1f J)\n", choices[0],
               ms, j, base_ms, base_j);
 }

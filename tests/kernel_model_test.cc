@@ -105,6 +105,21 @@ TEST(KernelModel, DramBoundKernelIsNearlyFlat) {
   }
 }
 
+// DRAM bandwidth needs requests in flight, whose latency grows as the SM clock falls: a streaming
+// kernel is flat near the top clock, loses some bandwidth by half of it and much at the lowest.
+TEST(KernelModel, DramBoundKernelLosesBandwidthAtLowClocks) {
+  for (const DeviceSpec* d : AllDevices()) {
+    SCOPED_TRACE(d->name);
+    const double f = d->boost_ceiling_mhz();
+    const double top = EvaluateKernel(*d, BigElementwise(), f).time_s;
+    EXPECT_LT(EvaluateKernel(*d, BigElementwise(), 0.9 * f).time_s / top, 1.02);
+    const double half = EvaluateKernel(*d, BigElementwise(), 0.47 * f).time_s / top;
+    EXPECT_GT(half, 1.05);
+    EXPECT_LT(half, 1.20);
+    EXPECT_GT(EvaluateKernel(*d, BigElementwise(), d->min_clock_mhz()).time_s / top, 1.5);
+  }
+}
+
 TEST(KernelModel, ComputeBoundEnergyHasInteriorOptimum) {
   for (const DeviceSpec* d : AllDevices()) {
     SCOPED_TRACE(d->name);

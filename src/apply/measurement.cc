@@ -1,6 +1,9 @@
 // measurement.cc — the measurement window and its JSON.
 #include "apply/measurement.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace emo {
 
 bool Meter::ReadEnergy(std::vector<double>* out, std::string* err) const {
@@ -71,6 +74,27 @@ void AddMeasurementJson(const Measurement& m, nlohmann::ordered_json* into) {
                        {"avg_power_w", m.window_s > 0 ? e / m.window_s : 0}});
   }
   j["per_gpu"] = per_gpu;
+}
+
+Spread SpreadOf(const std::vector<double>& values) {
+  Spread s;
+  s.n = static_cast<int>(values.size());
+  if (values.empty()) return s;
+  double sum = 0;
+  for (double v : values) sum += v;
+  s.mean = sum / s.n;
+  double sq = 0;
+  for (double v : values) sq += (v - s.mean) * (v - s.mean);
+  s.stdev = s.n > 1 ? std::sqrt(sq / (s.n - 1)) : 0;
+  auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  s.min = *lo;
+  s.max = *hi;
+  return s;
+}
+
+nlohmann::ordered_json SpreadJson(const Spread& s) {
+  return {{"mean", s.mean}, {"stdev", s.stdev},           {"min", s.min},
+          {"max", s.max},   {"rel_stdev", s.rel_stdev()}, {"rel_range", s.rel_range()}};
 }
 
 }  // namespace emo

@@ -38,6 +38,18 @@ struct Measurement {
 // The schema above; `into` keeps its other keys.
 void AddMeasurementJson(const Measurement& m, nlohmann::ordered_json* into);
 
+// Mean and spread of one quantity over repeated runs (seeds): stdev is the sample standard
+// deviation (0 for one run), rel_stdev = stdev / mean.
+struct Spread {
+  int n = 0;
+  double mean = 0, stdev = 0, min = 0, max = 0;
+  double rel_stdev() const { return mean != 0 ? stdev / mean : 0; }
+  double rel_range() const { return mean != 0 ? (max - min) / mean : 0; }
+};
+Spread SpreadOf(const std::vector<double>& values);
+// {"mean", "stdev", "min", "max", "rel_stdev", "rel_range"}.
+nlohmann::ordered_json SpreadJson(const Spread& s);
+
 // A controller that only reads: opens the window at the start of iteration `warmup`.
 class Meter : public Controller {
  public:

@@ -40,7 +40,20 @@ int main(int argc, char** argv) {
   s->add_option("--iterations", sim.iterations, "iterations to run")->check(CLI::PositiveNumber);
   s->add_option("--warmup", sim.warmup, "iterations left out of the measurement (default: 1 when there are several)")
       ->check(CLI::NonNegativeNumber);
-  s->add_option("--seed", sim.seed, "seed of the run-to-run noise");
+  s->add_option("--seed", sim.seed, "seed of the run-to-run noise (of the first run with --seeds)");
+  s->add_option("--seeds", sim.seeds,
+                "runs with seeds S, S+1, ...: mean and spread of iteration time and energy (text and --measure)")
+      ->check(CLI::PositiveNumber);
+  s->add_option("--gpu-seed", sim.gpu_seed,
+                "which simulated physical GPUs: seed of the per-GPU power and speed variation (default 0)");
+  CLI::Option* sweep =
+      s->add_option("--sweep-clocks", sim.sweep_clocks,
+                    "measure the workload at static SM clocks locked on every GPU (over --seeds) instead of one run: "
+                    "all, a list of MHz, or without a value the boost clock and every 6th clock below it; prints "
+                    "time, energy, slowdown and saving per clock and the best clock within each --budget")
+          ->expected(0, 1);
+  s->add_option("--budget", sim.budgets, "slowdown budgets, %, for --sweep-clocks' best static clock (default 0 2 5)")
+      ->delimiter(',');
   s->add_option("--trace", sim.trace_out, "write a Kineto JSON trace (a directory of rank-R.json for several GPUs)");
   s->add_option("--measure", sim.measure_out,
                 "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iteration_ms, per_gpu, ...)");
@@ -144,7 +157,10 @@ int main(int argc, char** argv) {
     analyze.progress = isatty(STDERR_FILENO) != 0;
     return emo::RunAnalyze(analyze);
   }
-  if (s->parsed()) return emo::RunSim(sim);
+  if (s->parsed()) {
+    if (sweep->count() > 0 && sim.sweep_clocks.empty()) sim.sweep_clocks = "default";
+    return emo::RunSim(sim);
+  }
   if (gp->parsed()) return emo::RunGpus(gpus);
   if (c->parsed()) {
     cal.progress = isatty(STDERR_FILENO) != 0;

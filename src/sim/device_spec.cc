@@ -58,6 +58,13 @@ DeviceSpec A100() {
   d.power_limit_default_w = 400;
   d.dvfs_latency_min_s = 0.005;
   d.dvfs_latency_max_s = 0.015;
+  // NVML on GA100: nvmlDeviceGetPowerUsage returns the instantaneous reading; the sensor updates
+  // every 100 ms from the last 25 ms of power (arXiv 2312.02741, SC24), and so does the energy
+  // counter (~100 ms, ML.ENERGY's measurements).
+  d.sensor_period_s = 0.1;
+  d.sensor_window_s = 0.025;
+  d.power_average_s = 0;
+  d.util_period_s = 1.0 / 6;
   return d;
 }
 
@@ -103,6 +110,13 @@ DeviceSpec A40() {
   d.power_limit_default_w = 300;
   d.dvfs_latency_min_s = 0.005;
   d.dvfs_latency_max_s = 0.015;
+  // Ampere other than GA100: nvmlDeviceGetPowerUsage averages over 1 s (NVML reference). The
+  // sensor is assumed to see the whole of each 100 ms period (the part-time sampling was measured
+  // on A100 and H100).
+  d.sensor_period_s = 0.1;
+  d.sensor_window_s = 0.1;
+  d.power_average_s = 1.0;
+  d.util_period_s = 1.0 / 6;
   return d;
 }
 
@@ -143,6 +157,9 @@ DeviceSpec H100() {
   d.power_limit_min_w = 200;
   d.power_limit_max_w = 700;
   d.power_limit_default_w = 700;
+  // Hopper: nvmlDeviceGetPowerUsage averages over 1 s (NVML reference), of samples that, as on the
+  // A100, see 25 ms of every 100 ms (arXiv 2312.02741).
+  d.power_average_s = 1.0;
   return d;
 }
 
@@ -173,6 +190,7 @@ DeviceSpec Rtx3080Ti() {
   d.power_limit_min_w = 100;   // Founders Edition: default 350 W (NVIDIA spec), slider to 400 W
   d.power_limit_max_w = 400;
   d.power_limit_default_w = 350;
+  d.util_period_s = 1.0;  // the long end of NVML's "1 s to 1/6 s by product" (assumed for GeForce)
   return d;
 }
 

@@ -67,6 +67,14 @@ struct DeviceSpec {
   double dvfs_latency_min_s = 0;  // a clock change takes effect after 5–15 ms
   double dvfs_latency_max_s = 0;
 
+  // Telemetry as NVML reports it on this product (the README's table names the sources).
+  double sensor_period_s = 0.1;    // power-sensor and energy-counter update interval
+  double sensor_window_s = 0.1;    // the part of each period whose power the sensor averages (the
+                                   // period's last 25 ms on A100/H100: power outside it goes unseen)
+  double power_average_s = 0;      // nvmlDeviceGetPowerUsage: 0 = the latest sensor sample
+                                   // ("instantaneous", GA100), else the mean of the samples over this span
+  double util_period_s = 1.0 / 6;  // nvmlDeviceGetUtilizationRates' sample period (1/6 s to 1 s by product)
+
   int min_clock_mhz() const { return sm_clocks_mhz.front(); }
   int max_clock_mhz() const { return sm_clocks_mhz.back(); }
   int boost_ceiling_mhz() const { return default_sm_clock_mhz; }  // no clock runs above it

@@ -20,14 +20,17 @@ enum EvType : uint8_t {
   kOpDone,
   kClockApply,
   kTick,
-  kTelemetry,
+  kSensorOpen,
+  kSensor,
+  kUtilSample,
   kTimer,
   kPowerControl,
   kWake
 };
 // Periodic or follow-up events that do not by themselves keep a run alive.
 inline bool Background(EvType t) {
-  return t == kTick || t == kTelemetry || t == kTimer || t == kPowerControl || t == kWake;
+  return t == kTick || t == kSensorOpen || t == kSensor || t == kUtilSample || t == kTimer || t == kPowerControl ||
+         t == kWake;
 }
 
 // The power controller (SW power cap) acts on the power averaged over its window, once per window,
@@ -47,6 +50,15 @@ inline constexpr double kCapHysteresis = 0.03;
 // names the behaviour, not its time constants.
 inline constexpr double kIdleHoldNs = 200e6;
 inline constexpr double kIdleWakeNs = 5e6;
+// NCCL kernels run on SMs: while one transfers, it holds some of the GPU's SMs (and memory
+// bandwidth), so compute kernels overlapped with it progress at (1 - kNcclSmShare) of their rate,
+// and its own copy loop runs at the SM clock, so below kNcclClockKnee of the boost clock the
+// transfer is limited by the clock rather than the link and slows as knee/f. The 5-15 %
+// slowdown of overlapped GEMMs (an all-gather's 24 CTAs on a 132-SM H100 push a one-wave GEMM into
+// a second wave: NVIDIA developer forum, 2025) gives kNcclSmShare = 0.1 (~11 %); the knee (half the
+// boost clock: NCCL's CTAs assumed to copy at twice the link rate at full clock) is assumed.
+inline constexpr double kNcclSmShare = 0.1;
+inline constexpr double kNcclClockKnee = 0.5;
 
 // Work queued on a stream. One cache line: deep queues (thousands of launches ahead of the GPU)
 // are written and read an item at a time.
@@ -140,13 +152,18 @@ struct Gpu {
   double idle_since = 0;                // when the last GPU op ended (running empty)
   bool waking = false;                  // the clock is coming back from the idle drop
   std::vector<Running> running;
-  int n_compute = 0;  // compute kernels in `running`
+  int n_compute = 0;                         // compute kernels in `running`
+  double time_factor = 1, power_factor = 1;  // per-GPU x per-run variation (EngineOptions::variation)
   double last_update = 0;
+  int resident = 0;  // streams with a kernel or NCCL kernel started and not done (NVML's "busy")
   double energy_j = 0, busy_ns = 0, power_w = 0;
   double mem_share = 0, mem_busy_ns = 0;  // DRAM bandwidth share in use now, and its integral
   double reported_energy_j = 0, sample_power_w = 0, sample_util = 0, sample_mem_util = 0;
-  double tel_time = 0, tel_energy = 0, tel_busy = 0, tel_mem_busy = 0;
-  bool counting = false;  // a counter range is open
+  double win_time = 0, win_energy = 0;  // the power sensor's current window: start and energy then
+  std::vector<double> power_samples;    // the last second's sensor samples (ring), for averaged power
+  size_t n_samples = 0;                 // sensor samples taken
+  double util_time = 0, util_busy = 0, util_mem_busy = 0;  // the utilisation period's start
+  bool counting = false;                                   // a counter range is open
   CounterValues counters;
   int64_t kernels_launched = 0;                     // compute kernels launched so far: the next one's ordinal
   std::vector<std::pair<int64_t, int64_t>> ranges;  // profiled ranges of launch ordinals, sorted, disjoint
@@ -194,6 +211,7 @@ struct Engine::State {
   uint64_t noise_state;  // splitmix64 for the per-op noise (hot)
 
   std::vector<Gpu> gpus;
+  std::vector<double> cpu_factor;    // [rank]: this run's speed of the rank's host CPU work
   const DeviceSpec* spec = nullptr;  // of every GPU
   size_t n_kernels = 0;
   // Clock-major, so that the kernels at the clock in use lie together.
@@ -229,12 +247,12 @@ struct Engine::State {
   State(const Program& prog, const EngineOptions& o) : p(prog), opt(o), rng(o.seed), noise_state(o.seed) {}
 
   // The uniform in (0, 1] that splitmix64 draws from state z.
-  static double Uniform(uint64_t z) {
+  static uint64_t Mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (static_cast<double>(z >> 11) + 1) * 0x1.0p-53;
+    return z ^ (z >> 31);
   }
+  static double Uniform(uint64_t z) { return (static_cast<double>(Mix(z) >> 11) + 1) * 0x1.0p-53; }
   // Approximately standard normal: the Irwin-Hall sum of four uniforms, scaled to unit variance
   // (tails bounded at ±3.5, which suits noise on durations). The four draws are independent of
   // each other, so they are computed side by side from a local copy of the state.
@@ -275,14 +293,15 @@ struct Engine::State {
     }
     return c;
   }
-  // Power of the running mix at clock index ci.
-  double Power(const Gpu& g, size_t ci) {
+  // Power of the running mix at clock index ci; compute kernels use `share` of the SMs (the rest
+  // held by NCCL kernels, whose power counts on its own).
+  double Power(const Gpu& g, size_t ci, double share) {
     const double idle = idle_w[ci];
     const int n = g.n_compute;
     double w = idle;
     for (const Running& r : g.running) {
       if (r.compute)
-        w += (Cost(r.kernel, ci).power_w - idle) / n;
+        w += (Cost(r.kernel, ci).power_w - idle) * share / n;
       else if (r.kernel >= 0)
         w += Cost(r.kernel, ci).power_w - idle;
       else
@@ -298,11 +317,11 @@ struct Engine::State {
     if (g.running.empty() && !g.locked && now - g.idle_since > kIdleHoldNs) {
       // Idle past the hold: the clock (and idle power) dropped at idle_since + hold.
       const double high = std::max(0.0, g.idle_since + kIdleHoldNs - g.last_update);
-      g.energy_j += (g.power_w * high + idle_w[0] * (dt - high)) * 1e-9;
+      g.energy_j += (g.power_w * high + idle_w[0] * g.power_factor * (dt - high)) * 1e-9;
     } else {
       g.energy_j += g.power_w * dt * 1e-9;
     }
-    if (!g.running.empty()) g.busy_ns += dt;
+    if (g.resident > 0) g.busy_ns += dt;
     g.mem_busy_ns += g.mem_share * dt;
     for (Running& r : g.running)
       if (r.compute) r.remaining -= r.rate * dt;
@@ -316,7 +335,11 @@ struct Engine::State {
     g.effective_ci = ci;
     g.window_peak_ci = std::max(g.window_peak_ci, ci);
     g.effective_mhz = spec->sm_clocks_mhz[ci];
-    g.power_w = Power(g, ci);
+    // NCCL kernels transferring now (collectives run as non-compute ops with a kernel).
+    bool comm = false;
+    for (const Running& r : g.running) comm |= !r.compute && r.kernel >= 0;
+    const double share = comm ? 1 - kNcclSmShare : 1;
+    g.power_w = Power(g, ci, share) * g.power_factor;
     const int n = g.n_compute;
     double mem = 0;
     for (Running& r : g.running) {
@@ -325,7 +348,7 @@ struct Engine::State {
       if (r.compute) {
         const CostEntry& c = Cost(r.kernel, ci);
         mem += c.dram_util / n;
-        r.rate = 1.0 / (c.time_ns * r.noise * n);
+        r.rate = share / (c.time_ns * r.noise * n);
         end_t = now + std::max(0.0, r.remaining) / r.rate;
       } else {
         mem += r.kernel >= 0 ? Cost(r.kernel, ci).dram_util : r.dram;
@@ -415,7 +438,8 @@ struct Engine::State {
   // Resumes the thread at t, after the CPU work that follows in its code: nothing the thread
   // does between two API calls is visible to others, so one event covers both.
   void Resume(ThreadState& th, int32_t tid, const std::vector<Instr>& code, double t) {
-    while (th.pc < code.size() && code[th.pc].op == Op::kCpu) t += code[th.pc++].cpu_ns * Noise();
+    const double cpu = cpu_factor[static_cast<size_t>(th.rank)];
+    while (th.pc < code.size() && code[th.pc].op == Op::kCpu) t += code[th.pc++].cpu_ns * cpu * Noise();
     Push(t, kThreadResume, tid);
   }
 
@@ -449,7 +473,7 @@ struct Engine::State {
     th.has_sync = false;
     switch (in.op) {
       case Op::kCpu:
-        Resume(th, tid, code, now + in.cpu_ns * Noise());
+        Resume(th, tid, code, now + in.cpu_ns * cpu_factor[static_cast<size_t>(th.rank)] * Noise());
         return;
       case Op::kLaunch:
       case Op::kCollective: {
@@ -628,6 +652,11 @@ struct Engine::State {
         case Item::kKernel:
         case Item::kCopy:
         case Item::kCollective:
+          if (it.kind != Item::kCopy) {  // a kernel (an NCCL one too, while it waits) is resident
+            Gpu& g = gpus[static_cast<size_t>(st.rank)];
+            Advance(g);
+            ++g.resident;
+          }
           st.busy = true;  // the op stays at the front of the queue until it is done
           st.current_start = now;
           st.predicted_end = -1;
@@ -655,6 +684,7 @@ struct Engine::State {
     r.stream = sid;
     r.noise = it.noise;
     if (it.kind == Item::kKernel) {
+      r.noise *= g.time_factor;
       r.compute = true;
       r.kernel = it.kernel;
       ++g.n_compute;
@@ -685,7 +715,14 @@ struct Engine::State {
     double factor = CollectiveBusFactor(grp.kind, n);
     double bytes = 0;
     for (int32_t s : arrived) bytes = std::max(bytes, streams[static_cast<size_t>(s)].q.front().bytes);
-    double dur = (bytes * factor / p.link_bytes_per_s * 1e9 + kCollectiveLatencyNs) * it.noise;
+    // The slowest member's SM clock bounds NCCL's copy loop (kNcclClockKnee).
+    double clock_slow = 1;
+    for (int32_t s : arrived) {
+      const Gpu& g = gpus[static_cast<size_t>(streams[static_cast<size_t>(s)].rank)];
+      const double mhz = IdleDropped(g) || g.waking ? g.spec->min_clock_mhz() : g.effective_mhz;
+      clock_slow = std::max(clock_slow, kNcclClockKnee * g.spec->boost_ceiling_mhz() / mhz);
+    }
+    double dur = (bytes * factor / p.link_bytes_per_s * 1e9 * clock_slow + kCollectiveLatencyNs) * it.noise;
     for (int32_t s : arrived) {
       Stream& st = streams[static_cast<size_t>(s)];
       Gpu& g = gpus[static_cast<size_t>(st.rank)];
@@ -740,6 +777,7 @@ struct Engine::State {
     if (!st.busy || version != st.version) return;  // rescheduled since
     Gpu& g = gpus[static_cast<size_t>(st.rank)];
     Advance(g);
+    if (st.q.front().kind != Item::kCopy) --g.resident;
     for (size_t i = 0; i < g.running.size(); ++i)
       if (g.running[i].stream == sid) {
         g.n_compute -= g.running[i].compute;
@@ -798,19 +836,91 @@ struct Engine::State {
     TryStream(sid);
   }
 
-  void Telemetry(int32_t gi) {
+  // --- telemetry (NVML's semantics per device; see DeviceSpec) ------------------------------
+  double SensorPeriodNs() const {
+    return opt.telemetry_period_ms > 0 ? opt.telemetry_period_ms * 1e6 : spec->sensor_period_s * 1e9;
+  }
+  double SensorWindowNs() const {
+    return opt.telemetry_period_ms > 0 ? SensorPeriodNs() : std::min(spec->sensor_window_s * 1e9, SensorPeriodNs());
+  }
+  double UtilPeriodNs() const {
+    return opt.telemetry_period_ms > 0 ? opt.telemetry_period_ms * 1e6 : spec->util_period_s * 1e9;
+  }
+  // The sensor's window opens: it will average the power from now to its update.
+  void SensorOpen(int32_t gi) {
     Gpu& g = gpus[static_cast<size_t>(gi)];
     Advance(g);
-    double dt = now - g.tel_time;
-    if (dt > 0) {
-      g.sample_power_w = (g.energy_j - g.tel_energy) / (dt * 1e-9);
-      g.sample_util = (g.busy_ns - g.tel_busy) / dt;
-      g.sample_mem_util = (g.mem_busy_ns - g.tel_mem_busy) / dt;
-    }
+    g.win_time = now, g.win_energy = g.energy_j;
+  }
+  // A sensor update: the energy counter catches up, a power sample averages the window, and the
+  // power reading is that sample or the mean of the last power_average_s of samples.
+  void Sensor(int32_t gi) {
+    Gpu& g = gpus[static_cast<size_t>(gi)];
+    Advance(g);
     g.reported_energy_j = g.energy_j;
-    g.tel_time = now, g.tel_energy = g.energy_j, g.tel_busy = g.busy_ns, g.tel_mem_busy = g.mem_busy_ns;
-    std::uniform_real_distribution<double> jitter(0.8, 1.2);
-    Push(now + opt.telemetry_period_ms * 1e6 * jitter(rng), kTelemetry, gi);
+    const double dt = now - g.win_time;
+    const double sample = dt > 0 ? (g.energy_j - g.win_energy) / (dt * 1e-9) : g.power_w;
+    g.power_samples[g.n_samples++ % g.power_samples.size()] = sample;
+    const size_t n = std::min(g.n_samples, g.power_samples.size());
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += g.power_samples[i];
+    g.sample_power_w = sum / static_cast<double>(n);
+    const double next = now + SensorPeriodNs();
+    if (SensorWindowNs() < SensorPeriodNs())
+      Push(next - SensorWindowNs(), kSensorOpen, gi);
+    else
+      g.win_time = now, g.win_energy = g.energy_j;
+    Push(next, kSensor, gi);
+  }
+  // Utilisation over the last sample period: the share of it with a kernel resident.
+  void UtilSample(int32_t gi) {
+    Gpu& g = gpus[static_cast<size_t>(gi)];
+    Advance(g);
+    const double dt = now - g.util_time;
+    if (dt > 0) {
+      g.sample_util = (g.busy_ns - g.util_busy) / dt;
+      g.sample_mem_util = (g.mem_busy_ns - g.util_mem_busy) / dt;
+    }
+    g.util_time = now, g.util_busy = g.busy_ns, g.util_mem_busy = g.mem_busy_ns;
+    Push(now + UtilPeriodNs(), kUtilSample, gi);
+  }
+  // The first updates, at a random phase within the first period (each GPU's firmware runs on its
+  // own clock).
+  void StartTelemetry(int32_t gi) {
+    Gpu& g = gpus[static_cast<size_t>(gi)];
+    const bool averaged = opt.telemetry_period_ms <= 0 && spec->power_average_s > 0;
+    const double samples = averaged ? std::round(spec->power_average_s * 1e9 / SensorPeriodNs()) : 1;
+    g.power_samples.assign(static_cast<size_t>(std::max(1.0, samples)), 0.0);
+    g.sample_power_w = g.power_w;
+    std::uniform_real_distribution<double> phase(0.0, 1.0);
+    const double first = SensorPeriodNs() * phase(rng);
+    if (SensorWindowNs() < SensorPeriodNs() && first > SensorWindowNs())
+      Push(first - SensorWindowNs(), kSensorOpen, gi);
+    Push(first, kSensor, gi);
+    Push(UtilPeriodNs() * phase(rng), kUtilSample, gi);
+  }
+
+  // The per-GPU factors come from gpu_seed and the GPU's index (the same physical GPUs whatever
+  // the run's seed); the per-run ones from the seed. Separate hash streams from the per-op noise,
+  // so that adding them left every op's draw as it was.
+  void DrawVariation() {
+    cpu_factor.assign(gpus.size(), 1.0);
+    if (opt.noise <= 0) return;
+    const Variation& v = opt.variation;
+    auto normal = [](uint64_t key) {
+      double sum = 0;
+      for (uint64_t i = 1; i <= 4; ++i) sum += Uniform(key + i * 0x9e3779b97f4a7c15ULL);
+      return (sum - 2) * 1.7320508075688772;
+    };
+    auto factor = [&](double sigma, uint64_t key) { return std::max(0.5, 1 + sigma * normal(key)); };
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      const uint64_t gpu_key = Mix(Mix(opt.gpu_seed ^ 0x2545f4914f6cdd1dULL) + i);
+      const uint64_t run_key = Mix(Mix(opt.seed ^ 0x5851f42d4c957f2dULL) + i);
+      Gpu& g = gpus[i];
+      g.time_factor = factor(v.gpu_time, gpu_key * 3 + 1) * factor(v.run_time, run_key * 3 + 1);
+      g.power_factor = factor(v.gpu_power, gpu_key * 3 + 2) * factor(v.run_power, run_key * 3 + 2);
+      cpu_factor[i] = factor(v.run_cpu, run_key * 3 + 3);
+    }
   }
 
   bool Setup(std::string* err) {
@@ -832,8 +942,9 @@ struct Engine::State {
       g.requested_ci = g.effective_ci = ClockIndex(g, g.requested_mhz);
       g.power_limit = spec->power_limit_default_w;
       g.top_ci = g.cap_ci = g.requested_ci;
-      g.power_w = idle_w[g.top_ci];
     }
+    DrawVariation();
+    for (Gpu& g : gpus) g.power_w = idle_w[g.top_ci] * g.power_factor;
     n_launch = trace.names.Intern("cudaLaunchKernel");
     n_memcpy_async = trace.names.Intern("cudaMemcpyAsync");
     n_memcpy = trace.names.Intern("cudaMemcpy");
@@ -876,7 +987,7 @@ struct Engine::State {
     for (size_t t = 0; t < threads.size(); ++t) Push(0, kThreadResume, static_cast<int32_t>(t));
     live_threads = static_cast<int64_t>(threads.size());
     for (size_t gi = 0; gi < gpus.size(); ++gi) {
-      Telemetry(static_cast<int32_t>(gi));
+      StartTelemetry(static_cast<int32_t>(gi));
       Push(kPowerControlPeriodNs, kPowerControl, static_cast<int32_t>(gi));
     }
     return true;
@@ -933,8 +1044,14 @@ struct Engine::State {
           ticks[static_cast<size_t>(a)].second(now);
           Push(now + ticks[static_cast<size_t>(a)].first * 1e6, kTick, a);
           break;
-        case kTelemetry:
-          Telemetry(a);
+        case kSensorOpen:
+          SensorOpen(a);
+          break;
+        case kSensor:
+          Sensor(a);
+          break;
+        case kUtilSample:
+          UtilSample(a);
           break;
         case kTimer: {
           auto fn = std::move(timers[static_cast<size_t>(a)]);
@@ -1051,6 +1168,9 @@ double Engine::ClockMhz(int gpu) const {
   const Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
   return s_->IdleDropped(g) ? g.spec->min_clock_mhz() : g.effective_mhz;
 }
+double Engine::EnergyCounterPeriodS(int) const { return s_->SensorPeriodNs() * 1e-9; }
+double Engine::TimeFactor(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].time_factor; }
+double Engine::PowerFactor(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].power_factor; }
 double Engine::now_ns() const { return s_->now; }
 void Engine::StartCounters(int gpu) {
   Gpu& g = s_->gpus[static_cast<size_t>(gpu)];

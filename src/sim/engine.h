@@ -6,7 +6,7 @@
 //
 // Only the engine reads kernels' hidden characteristics. What leaves it is what hardware gives:
 // the trace (a Kineto-like record of API calls and GPU ops), and per GPU a cumulative energy
-// counter updated every few tens of milliseconds, sampled power, utilisation and current clock.
+// counter updated every ~100 ms, sampled power and utilisation with NVML's semantics, and the clock.
 // Times are nanoseconds from the start of the run. Run-to-run noise is seeded and deterministic.
 #pragma once
 
@@ -22,12 +22,32 @@
 
 namespace emo::sim {
 
+// Variation between runs and between GPUs of one model, as relative standard deviations (see the
+// README's table for the sources). Each run draws, per GPU, a factor on its kernels' durations and
+// one on its power (thermal state, clock and memory-timing jitter: run to run), and per rank one on
+// its host's CPU work. Each GPU carries, for the whole cluster (`gpu_seed`), a factor on its power
+// (manufacturing variation of leakage and voltage: under a power limit it becomes a clock
+// difference) and a small one on kernel time.
+struct Variation {
+  double run_time = 0.005;   // per run and GPU, kernel durations
+  double run_power = 0.005;  // per run and GPU, power
+  double run_cpu = 0.005;    // per run and rank, the host's CPU work between API calls (clock boost, OS jitter)
+  double gpu_time = 0.003;   // per GPU of the cluster, kernel durations at a given clock
+  double gpu_power = 0.03;   // per GPU of the cluster, power
+};
+
 struct EngineOptions {
   int iterations = 10;
-  uint64_t seed = 1;
-  double noise = 0.01;  // relative standard deviation of GPU-op and CPU durations
+  uint64_t seed = 1;      // the run: per-op noise and the per-run factors
+  uint64_t gpu_seed = 0;  // the cluster: which physical GPUs (their per-GPU factors)
+  double noise = 0.01;    // relative standard deviation of GPU-op and CPU durations; 0 turns every
+                          // random variation off (per-op, per-run and per-GPU: tests of the model)
+  Variation variation;
   bool record_trace = true;
-  double telemetry_period_ms = 25;  // mean period of energy-counter/power-sample updates (jittered ±20 %)
+  // Telemetry follows the device's NVML semantics (DeviceSpec: sensor period and window, power
+  // averaging, utilisation period). A positive value overrides them for tests: every reading then
+  // updates at this period from the whole period, and power is the latest sample.
+  double telemetry_period_ms = 0;
 };
 
 class Engine {
@@ -58,11 +78,20 @@ class Engine {
   void SetPowerLimit(int gpu, double watts);  // enforced by the power controller from its next window
   double PowerLimit(int gpu) const;
   void PowerLimitRange(int gpu, double* min_w, double* max_w) const;
-  double EnergyCounterJ(int gpu) const;     // cumulative; advances only at telemetry updates
-  double PowerW(int gpu) const;             // average over the last telemetry period
-  double Utilization(int gpu) const;        // fraction of the last period with a GPU op running
+  double EnergyCounterJ(int gpu) const;     // cumulative; advances only at sensor updates (every ~100 ms)
+  double PowerW(int gpu) const;             // as nvmlDeviceGetPowerUsage: the latest sensor sample (GA100) or
+                                            // the mean of the last second's samples; a sample averages only
+                                            // the sensor's window (A100/H100: 25 ms of every 100 ms)
+  double Utilization(int gpu) const;        // fraction of the last sample period with a kernel resident (an
+                                            // NCCL kernel waiting for its peers counts; copies do not)
   double MemoryUtilization(int gpu) const;  // fraction of the last period DRAM was busy (bandwidth-weighted)
   double ClockMhz(int gpu) const;           // the SM clock in effect now
+  // Mean interval between updates of the energy counter (and power/utilisation samples), s: a
+  // measurement window must span many of them for its energy to mean anything.
+  double EnergyCounterPeriodS(int gpu) const;
+  // This GPU's hidden per-GPU times per-run factors (kernel time, power): for tests only.
+  double TimeFactor(int gpu) const;
+  double PowerFactor(int gpu) const;
   // Range profiling, as CUPTI's: counters of the compute kernels that end on `gpu` between
   // StartCounters and StopCounters, with about 1 % measurement noise.
   void StartCounters(int gpu);

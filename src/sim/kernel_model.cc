@@ -25,6 +25,14 @@ constexpr double kSmOverlapP = 6;  // the SM's pipes and its shared/L1/L2 paths 
 constexpr double kLaunchS = 4e-6;  // launch plus tail of a typical kernel
 constexpr double kTile = 128;      // GEMM output tile edge (elements)
 constexpr double kL2Panel = 2048;  // output block whose operands stay resident in L2
+// DRAM bandwidth needs enough requests in flight (Little's law: bandwidth = bytes in flight /
+// latency). Of the load latency at the boost clock, about half is DRAM (fixed) and half SM, crossbar
+// and L2 cycles (∝ 1/f), so the latency at clock f is (1 + f_max/f)/2 of that at f_max; the SMs keep
+// kDramMlpHeadroom times the bytes in flight the peak needs at f_max. A streaming kernel thus loses
+// ~1 % at f_max, ~4 % at 60 % of it, ~10 % at 47 % (660 MHz on the A100) and ~2.4x at 210 MHz.
+// The split and the headroom are assumptions (no measured A100/H100 curve at hand; the GTX Titan X
+// memory-bound kernels of ../shared/dvfs-data/gpuPTXModel lose far more: 1.4x at 61 % of the clock).
+constexpr double kDramMlpHeadroom = 1.6;
 
 }  // namespace
 
@@ -50,7 +58,10 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
 
   const double t_link = Time(k.link_bytes, spec.link_bandwidth_bps);
   const double t_sm = LpNorm({t_tensor, t_fp32, t_fp64, t_int, t_sfu, t_lsu, t_shared, t_l1, t_l2}, kSmOverlapP);
-  const double body = LpNorm({t_sm, t_dram, t_link}, spec.overlap_p);
+  const double f_max = spec.boost_ceiling_mhz();
+  const double t_mlp = t_dram * 0.5 * (1 + f_max / f_mhz) / kDramMlpHeadroom;  // requests in flight
+  const double t_mem = LpNorm({t_dram, t_mlp}, kSmOverlapP);
+  const double body = LpNorm({t_sm, t_mem, t_link}, spec.overlap_p);
   c.time_s = std::max(body + k.overhead_s, 1e-9);
   c.sm_clock_mhz = f_mhz;
   c.voltage = Voltage(spec, f_mhz);

@@ -5,9 +5,11 @@
 // and the DRAM and GPU-link parts take bytes/bandwidth, independent of f. The parts
 // overlap imperfectly, combined by Lp norms:
 //   t_sm = ‖t_tensor, t_fp32, t_fp64, t_int, t_sfu, t_lsu, t_shared, t_l1, t_l2‖_6
-//   t    = ‖t_sm, t_dram, t_link‖_p + overhead          (p = DeviceSpec::overlap_p)
-// so a GEMM's time goes as ~1/f and a copy's is nearly flat. Each part's utilisation is its busy
-// time over t, and power follows device_spec.h: static(V(f)) + Σ C·V(f)²·f·utilisation + DRAM.
+//   t_mem = ‖t_dram, t_dram·(1 + f_max/f)/(2·1.6)‖_6  (DRAM bandwidth needs requests in flight,
+//                                                    whose latency grows as the SM clock falls)
+//   t    = ‖t_sm, t_mem, t_link‖_p + overhead           (p = DeviceSpec::overlap_p)
+// so a GEMM's time goes as ~1/f and a copy's is nearly flat down to about half the boost clock. Each part's utilisation
+// is its busy time over t, and power follows device_spec.h: static(V(f)) + Σ C·V(f)²·f·utilisation + DRAM.
 #pragma once
 
 #include <span>

@@ -119,8 +119,10 @@ int main(int argc, char** argv) {
   o->add_flag("--measure", opt.measure, "measure the policy, the default clocks and every static clock on fresh seeds");
   o->add_option("--seeds", opt.seeds, "measurement seeds")->check(CLI::PositiveNumber);
   o->add_option("--seed", opt.seed, "seed of the traced run (measurements use the seeds after seed+1000)");
-  o->add_option("--iterations", opt.iterations, "iterations per measured run (the first is left out)");
+  o->add_option("--iterations", opt.iterations,
+                "iterations per measured run, the first left out (default: enough for an 8 s window)");
   o->add_option("--trace-iterations", opt.trace_iterations, "iterations traced at default clocks");
+  o->add_flag("!--no-check", opt.check, "trust the model: no measured check run of the searched policy");
   o->add_option("--grid-ms", opt.grid_ms, "change points every this many ms of the iteration")
       ->check(CLI::PositiveNumber);
   o->add_option("--min-interval-ms", opt.min_interval_ms, "least time between two clock changes of a GPU");

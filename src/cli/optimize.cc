@@ -16,18 +16,9 @@ namespace emo {
 
 namespace {
 
-struct Spread {
-  double mean = 0, min = 0, max = 0;
-};
-Spread SpreadOf(const std::vector<double>& v) {
-  Spread s;
-  if (v.empty()) return s;
-  s.min = *std::min_element(v.begin(), v.end());
-  s.max = *std::max_element(v.begin(), v.end());
-  for (double x : v) s.mean += x / static_cast<double>(v.size());
-  return s;
-}
-nlohmann::ordered_json SpreadJson(const Spread& s) { return {{"mean", s.mean}, {"min", s.min}, {"max", s.max}}; }
+// How far over the budget a check run may land before the policy is refused: run-to-run noise of
+// one short run (the final measurement averages several seeds).
+constexpr double kCheckTolerance = 0.0025;
 
 // A policy's measured effect over seeds, each run paired with the default run of the same seed.
 struct Outcome {
@@ -43,8 +34,8 @@ int RunOptimize(const OptimizeOptions& opt) {
     fmt::print(stderr, "emo optimize: {}\n", e);
     return 1;
   };
-  if (!(opt.budget >= 0) || opt.trace_iterations < 3 || opt.seeds < 1 || opt.iterations < 2)
-    return fail("--budget must be >= 0, --trace-iterations >= 3, --iterations >= 2, --seeds >= 1");
+  if (!(opt.budget >= 0) || opt.trace_iterations < 3 || opt.seeds < 1 || opt.iterations == 1 || opt.iterations < 0)
+    return fail("--budget must be >= 0, --trace-iterations >= 3, --iterations 0 (automatic) or >= 2, --seeds >= 1");
   Pipeline pl;
   PipelineOptions po;
   po.profile = opt.profile;
@@ -68,9 +59,63 @@ int RunOptimize(const OptimizeOptions& opt) {
   so.dvfs_latency_ms = opt.dvfs_latency_ms;
   so.dvfs_jitter_ms = opt.dvfs_jitter_ms;
   so.group = ReplicaGroups(g, predictor.gpus());
+  // Search, then check the policy in a short measured run on a seed of its own (on hardware: a few
+  // iterations of the job) against the default clocks on the same seed. The model can be off: when
+  // the run is slower than the budget allows, search again with the budget scaled down by the
+  // overshoot and the latency taken wider; when it leaves much of the budget unused, search again
+  // with the budget scaled up. At most three searches; the best checked policy within the budget is
+  // kept, and the default clocks when none is.
+  const uint64_t check_seed = opt.seed + 500;
+  const int runs = opt.iterations > 0 ? opt.iterations : MeasureWindowIterations(predictor.period_ns() / 1e6, 6);
+  Measurement check_default;
+  if (opt.check && !MeasureRun(program, check_seed, runs, 1, nullptr, "", &check_default, &err)) return fail(err);
   SearchResult sr;
-  if (!Search(predictor, so, &sr, &err)) return fail(err);
-  const FrequencyPolicy policy = PolicyFromSchedule(sr.schedule, profile.clocks_mhz, opt.dvfs_latency_ms);
+  FrequencyPolicy policy;
+  double search_seconds = 0;
+  int64_t evaluations = 0;
+  nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
+  bool have = false;
+  double best_saving = 0;
+  for (int round = 0; round < 3; ++round) {
+    SearchResult r;
+    if (!Search(predictor, so, &r, &err)) return fail(err);
+    search_seconds += r.seconds;
+    evaluations += r.evaluations;
+    const FrequencyPolicy p = PolicyFromSchedule(r.schedule, profile.clocks_mhz, opt.dvfs_latency_ms);
+    if (!opt.check) {
+      sr = r, policy = p, have = true;
+      break;
+    }
+    Measurement m;
+    if (!MeasureRun(program, check_seed, runs, 1, &p, "", &m, &err)) return fail(err);
+    const double slow = m.iteration_ms() / check_default.iteration_ms() - 1;
+    const double save = 1 - m.iteration_energy_j() / check_default.iteration_energy_j();
+    const bool within = slow <= opt.budget + kCheckTolerance;
+    rounds.push_back({{"search_budget", so.budget},
+                      {"jitter_ms", so.dvfs_jitter_ms},
+                      {"predicted_slowdown", r.predicted.end_ns / predictor.base().end_ns - 1},
+                      {"measured_slowdown", slow},
+                      {"measured_energy_saving", save}});
+    fmt::print("  check {}: searched at budget {:.2f} %, measured {:+.2f} % time, {:.2f} % energy saved{}\n", round + 1,
+               so.budget * 100, slow * 100, save * 100, within ? "" : " (over budget)");
+    if (within && (!have || save > best_saving)) sr = r, policy = p, have = true, best_saving = save;
+    if (within && (opt.budget == 0 || slow >= 0.8 * opt.budget)) break;
+    if (within) {
+      so.budget = std::min(so.budget * 1.5, so.budget * opt.budget / std::max(slow, 0.1 * opt.budget));
+    } else {
+      so.budget = slow > 0 ? so.budget * opt.budget / slow * 0.9 : so.budget;
+      so.dvfs_jitter_ms *= 2;
+    }
+  }
+  if (!have) {
+    fmt::print("  no checked policy kept within the budget: the default clocks are kept\n");
+    sr = SearchResult();
+    sr.predicted = predictor.base();
+    sr.schedule = Schedule(predictor.gpus());
+    policy = FrequencyPolicy();
+  }
+  sr.seconds = search_seconds;
+  sr.evaluations = evaluations;
   if (!opt.out.empty()) {
     std::ofstream f(opt.out);
     f << PolicyJson(policy);
@@ -106,6 +151,7 @@ int RunOptimize(const OptimizeOptions& opt) {
   j["unique_packs"] = pp.packs.size();
   j["profiled_ranges"] = pp.cost.ranges;
   j["energy_scale"] = predictor.energy_scale();
+  j["checks"] = rounds;
   j["search"] = {{"seconds", sr.seconds}, {"evaluations", sr.evaluations}, {"points", sr.points}, {"groups", groups}};
   j["predicted"] = {{"default_iteration_ms", base.end_ns / 1e6 / iters},
                     {"default_energy_j", base.energy_j / iters},
@@ -121,13 +167,13 @@ int RunOptimize(const OptimizeOptions& opt) {
     for (int i = 0; i < opt.seeds; ++i) seeds.push_back(opt.seed + 1000 + static_cast<uint64_t>(i));
     std::vector<Measurement> def(seeds.size());
     for (size_t i = 0; i < seeds.size(); ++i)
-      if (!MeasureRun(program, seeds[i], opt.iterations, 1, nullptr, "", &def[i], &err)) return fail(err);
+      if (!MeasureRun(program, seeds[i], runs, 1, nullptr, "", &def[i], &err)) return fail(err);
     auto outcome = [&](const FrequencyPolicy& p, Outcome* o) {
       std::vector<double> slow, save;
       *o = Outcome();
       for (size_t i = 0; i < seeds.size(); ++i) {
         Measurement m;
-        if (!MeasureRun(program, seeds[i], opt.iterations, 1, &p, "", &m, &err)) return false;
+        if (!MeasureRun(program, seeds[i], runs, 1, &p, "", &m, &err)) return false;
         slow.push_back(m.iteration_ms() / def[i].iteration_ms() - 1);
         save.push_back(1 - m.iteration_energy_j() / def[i].iteration_energy_j());
         o->iteration_ms += m.iteration_ms() / static_cast<double>(seeds.size());
@@ -139,11 +185,14 @@ int RunOptimize(const OptimizeOptions& opt) {
     };
     Outcome emo;
     if (!outcome(policy, &emo)) return fail(err);
-    // The best single static clock within the same budget, from a measured sweep of the profiled clocks.
-    int best_mhz = 0;
+    // The best single static clock within the same budget, from a measured sweep of the profiled
+    // clocks, from the top down until two clocks in a row are 2 points over the budget (slower
+    // clocks only get slower).
+    int best_mhz = 0, over = 0;
     Outcome best;
     nlohmann::ordered_json sweep = nlohmann::ordered_json::array();
-    for (int mhz : profile.clocks_mhz) {
+    for (auto it = profile.clocks_mhz.rbegin(); it != profile.clocks_mhz.rend() && over < 2; ++it) {
+      const int mhz = *it;
       Outcome o;
       if (!outcome(StaticPolicy(predictor.gpus(), mhz), &o)) return fail(err);
       const int c = profile.ClockIndex(mhz);
@@ -153,6 +202,7 @@ int RunOptimize(const OptimizeOptions& opt) {
                        {"energy_saving", o.saving.mean},
                        {"predicted_slowdown", pr.end_ns / base.end_ns - 1},
                        {"predicted_energy_saving", 1 - pr.energy_j / base.energy_j}});
+      over = o.slowdown.mean > opt.budget + 0.02 ? over + 1 : 0;
       if (o.slowdown.mean <= opt.budget && (best_mhz == 0 || o.saving.mean > best.saving.mean)) {
         best = o;
         best_mhz = mhz;
@@ -166,7 +216,7 @@ int RunOptimize(const OptimizeOptions& opt) {
     fmt::print(
         "  measured over {} seeds ({} iterations each, first left out), against default clocks "
         "({:.3f} ms, {:.2f} J per iteration):\n",
-        seeds.size(), opt.iterations, def_ms, def_j);
+        seeds.size(), runs, def_ms, def_j);
     auto line = [](const std::string& what, const Outcome& o) {
       fmt::print("    {:<22} saving {:6.2f} % [{:.2f}, {:.2f}]  slowdown {:+6.2f} % [{:+.2f}, {:+.2f}]\n", what,
                  o.saving.mean * 100, o.saving.min * 100, o.saving.max * 100, o.slowdown.mean * 100,

@@ -23,7 +23,8 @@ struct OptimizeOptions {
   uint64_t seed = 1;         // of the traced run; measurements use the next seeds
   bool measure = false;
   int seeds = 3;       // measurement seeds
-  int iterations = 6;  // per measured run (the first is warm-up)
+  int iterations = 0;  // per measured run, the first a warm-up; 0: enough for an 8 s window
+  bool check = true;   // check each searched policy in a measured run (see optimize.cc)
   std::string out;     // policy JSON to write
   std::string json;    // results JSON to write ("-": stdout)
 };

@@ -2,6 +2,7 @@
 #include "cli/sim_pipeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -121,7 +122,22 @@ bool BuildPipeline(const std::string& workload, const std::string& device, const
   in.idle_power_w = model.idle_power_w();
   for (const Iteration& it : trace.ranks[0].iterations)
     in.iteration_start_ns.push_back(static_cast<double>(it.start_ns - g.origin_ns));
-  in.measured_energy_j = out->traced.gpu_energy_j;
+  // The energy the model is fitted to: each GPU's average power at default clocks, from a run long
+  // enough for the energy counter's steps not to matter (MeasureWindowIterations), over the span
+  // of the traced run. (The traced run itself is too short to read the counter from.)
+  const double iteration_ms = in.iteration_start_ns.size() >= 2
+                                  ? (in.iteration_start_ns.back() - in.iteration_start_ns.front()) / 1e6 /
+                                        static_cast<double>(in.iteration_start_ns.size() - 1)
+                                  : (engine.end_ns() - static_cast<double>(g.origin_ns)) / 1e6;
+  Measurement power;
+  if (!MeasureRun(program, opt.seed + 1, MeasureWindowIterations(iteration_ms, 2), 1, nullptr, "", &power, err))
+    return false;
+  out->default_power_w.clear();
+  for (double e : power.gpu_energy_j) {
+    out->default_power_w.push_back(e / power.window_s);
+    in.measured_energy_j.push_back(out->default_power_w.back() * (engine.end_ns() - static_cast<double>(g.origin_ns)) *
+                                   1e-9);
+  }
   return out->predictor.Init(std::move(in), err);
 }
 
@@ -151,6 +167,10 @@ bool MeasureRun(const sim::Program& program, uint64_t seed, int iterations, int 
     return false;
   }
   return meter.Close(engine.end_ns(), m, err);
+}
+
+int MeasureWindowIterations(double iteration_ms, int at_least) {
+  return std::max(at_least, 1 + static_cast<int>(std::ceil(kMinMeasureWindowS * 1e3 / std::max(iteration_ms, 1e-3))));
 }
 
 FrequencyPolicy StaticPolicy(int gpus, int mhz) {

@@ -34,7 +34,8 @@ struct Pipeline {
   sim::Program program;
   DeviceProfile profile;
   std::unique_ptr<sim::Engine> engine;  // the traced run; its trace()
-  Measurement traced;                   // energy over the whole traced run, per GPU
+  Measurement traced;                   // energy over the whole traced run, per GPU (counter steps and all)
+  std::vector<double> default_power_w;  // per GPU, from a long run at default clocks
   Graph g;
   BuildReport report;
   Packing packing;
@@ -59,6 +60,12 @@ bool FindProfile(const std::string& given, const std::string& device, DeviceProf
 // after `warmup` iterations.
 bool MeasureRun(const sim::Program& program, uint64_t seed, int iterations, int warmup, const FrequencyPolicy* policy,
                 const std::string& controller, Measurement* m, std::string* err);
+
+// Measured windows at least this long: the energy counter advances every ~100 ms, and each end of
+// a window reads it up to a step late (typically ~0.5 % of the energy over 8 s).
+inline constexpr double kMinMeasureWindowS = 8;
+// Iterations for a measured run (one warm-up included) of a job with this iteration time.
+int MeasureWindowIterations(double iteration_ms, int at_least);
 
 // Every GPU locked to one clock from the iteration start.
 FrequencyPolicy StaticPolicy(int gpus, int mhz);

@@ -14,20 +14,6 @@
 
 namespace emo {
 
-namespace {
-
-// How far over the budget a check run may land before the policy is refused: run-to-run noise of
-// one short run (the final measurement averages several seeds).
-constexpr double kCheckTolerance = 0.0025;
-
-// A policy's measured effect over seeds, each run paired with the default run of the same seed.
-struct Outcome {
-  double iteration_ms = 0, energy_j = 0;  // means per iteration
-  Spread slowdown, saving;
-};
-
-}  // namespace
-
 int RunOptimize(const OptimizeOptions& opt) {
   std::string err;
   auto fail = [](const std::string& e) {
@@ -44,7 +30,6 @@ int RunOptimize(const OptimizeOptions& opt) {
   po.seed = opt.seed;
   if (!BuildPipeline(opt.workload, opt.device, po, &pl, &err)) return fail(err);
   const sim::Program& program = pl.program;
-  const DeviceProfile& profile = pl.profile;
   const Graph& g = pl.g;
   const Packing& packing = pl.packing;
   const PackProfile& pp = pl.pp;
@@ -59,63 +44,13 @@ int RunOptimize(const OptimizeOptions& opt) {
   so.dvfs_latency_ms = opt.dvfs_latency_ms;
   so.dvfs_jitter_ms = opt.dvfs_jitter_ms;
   so.group = ReplicaGroups(g, predictor.gpus());
-  // Search, then check the policy in a short measured run on a seed of its own (on hardware: a few
-  // iterations of the job) against the default clocks on the same seed. The model can be off: when
-  // the run is slower than the budget allows, search again with the budget scaled down by the
-  // overshoot and the latency taken wider; when it leaves much of the budget unused, search again
-  // with the budget scaled up. At most three searches; the best checked policy within the budget is
-  // kept, and the default clocks when none is.
-  const uint64_t check_seed = opt.seed + 500;
   const int runs = opt.iterations > 0 ? opt.iterations : MeasureWindowIterations(predictor.period_ns() / 1e6, 6);
-  Measurement check_default;
-  if (opt.check && !MeasureRun(program, check_seed, runs, 1, nullptr, "", &check_default, &err)) return fail(err);
-  SearchResult sr;
-  FrequencyPolicy policy;
-  double search_seconds = 0;
-  int64_t evaluations = 0;
-  nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
-  bool have = false;
-  double best_saving = 0;
-  for (int round = 0; round < 3; ++round) {
-    SearchResult r;
-    if (!Search(predictor, so, &r, &err)) return fail(err);
-    search_seconds += r.seconds;
-    evaluations += r.evaluations;
-    const FrequencyPolicy p = PolicyFromSchedule(r.schedule, profile.clocks_mhz, opt.dvfs_latency_ms);
-    if (!opt.check) {
-      sr = r, policy = p, have = true;
-      break;
-    }
-    Measurement m;
-    if (!MeasureRun(program, check_seed, runs, 1, &p, "", &m, &err)) return fail(err);
-    const double slow = m.iteration_ms() / check_default.iteration_ms() - 1;
-    const double save = 1 - m.iteration_energy_j() / check_default.iteration_energy_j();
-    const bool within = slow <= opt.budget + kCheckTolerance;
-    rounds.push_back({{"search_budget", so.budget},
-                      {"jitter_ms", so.dvfs_jitter_ms},
-                      {"predicted_slowdown", r.predicted.end_ns / predictor.base().end_ns - 1},
-                      {"measured_slowdown", slow},
-                      {"measured_energy_saving", save}});
-    fmt::print("  check {}: searched at budget {:.2f} %, measured {:+.2f} % time, {:.2f} % energy saved{}\n", round + 1,
-               so.budget * 100, slow * 100, save * 100, within ? "" : " (over budget)");
-    if (within && (!have || save > best_saving)) sr = r, policy = p, have = true, best_saving = save;
-    if (within && (opt.budget == 0 || slow >= 0.8 * opt.budget)) break;
-    if (within) {
-      so.budget = std::min(so.budget * 1.5, so.budget * opt.budget / std::max(slow, 0.1 * opt.budget));
-    } else {
-      so.budget = slow > 0 ? so.budget * opt.budget / slow * 0.9 : so.budget;
-      so.dvfs_jitter_ms *= 2;
-    }
-  }
-  if (!have) {
-    fmt::print("  no checked policy kept within the budget: the default clocks are kept\n");
-    sr = SearchResult();
-    sr.predicted = predictor.base();
-    sr.schedule = Schedule(predictor.gpus());
-    policy = FrequencyPolicy();
-  }
-  sr.seconds = search_seconds;
-  sr.evaluations = evaluations;
+  CheckedSearch cs;
+  if (!SearchChecked(pl, so, opt.check, runs, opt.seed + 500, &cs, &err)) return fail(err);
+  for (const std::string& line : cs.lines) fmt::print("  {}\n", line);
+  if (cs.kept_default) fmt::print("  no checked policy kept within the budget: the default clocks are kept\n");
+  const SearchResult& sr = cs.result;
+  const FrequencyPolicy& policy = cs.policy;
   if (!opt.out.empty()) {
     std::ofstream f(opt.out);
     f << PolicyJson(policy);
@@ -151,7 +86,7 @@ int RunOptimize(const OptimizeOptions& opt) {
   j["unique_packs"] = pp.packs.size();
   j["profiled_ranges"] = pp.cost.ranges;
   j["energy_scale"] = predictor.energy_scale();
-  j["checks"] = rounds;
+  j["checks"] = cs.checks;
   j["search"] = {{"seconds", sr.seconds}, {"evaluations", sr.evaluations}, {"points", sr.points}, {"groups", groups}};
   j["predicted"] = {{"default_iteration_ms", base.end_ns / 1e6 / iters},
                     {"default_energy_j", base.energy_j / iters},
@@ -165,54 +100,21 @@ int RunOptimize(const OptimizeOptions& opt) {
     // Fresh seeds: every policy is run on each, paired with the default run of the same seed.
     std::vector<uint64_t> seeds;
     for (int i = 0; i < opt.seeds; ++i) seeds.push_back(opt.seed + 1000 + static_cast<uint64_t>(i));
-    std::vector<Measurement> def(seeds.size());
-    for (size_t i = 0; i < seeds.size(); ++i)
-      if (!MeasureRun(program, seeds[i], runs, 1, nullptr, "", &def[i], &err)) return fail(err);
-    auto outcome = [&](const FrequencyPolicy& p, Outcome* o) {
-      std::vector<double> slow, save;
-      *o = Outcome();
-      for (size_t i = 0; i < seeds.size(); ++i) {
-        Measurement m;
-        if (!MeasureRun(program, seeds[i], runs, 1, &p, "", &m, &err)) return false;
-        slow.push_back(m.iteration_ms() / def[i].iteration_ms() - 1);
-        save.push_back(1 - m.iteration_energy_j() / def[i].iteration_energy_j());
-        o->iteration_ms += m.iteration_ms() / static_cast<double>(seeds.size());
-        o->energy_j += m.iteration_energy_j() / static_cast<double>(seeds.size());
-      }
-      o->slowdown = SpreadOf(slow);
-      o->saving = SpreadOf(save);
-      return true;
-    };
+    Defaults def;
+    if (!MeasureDefaults(program, seeds, runs, &def, &err)) return fail(err);
     Outcome emo;
-    if (!outcome(policy, &emo)) return fail(err);
-    // The best single static clock within the same budget, from a measured sweep of the profiled
-    // clocks, from the top down until two clocks in a row are 2 points over the budget (slower
-    // clocks only get slower).
-    int best_mhz = 0, over = 0;
-    Outcome best;
+    if (!MeasureOutcome(program, def, &policy, "", 1, &emo, &err)) return fail(err);
+    std::vector<StaticPoint> points;
+    if (!SweepStatic(pl, def, opt.budget, opt.dvfs_latency_ms, &points, &err)) return fail(err);
+    const StaticPoint* best = BestStatic(points, opt.budget);
     nlohmann::ordered_json sweep = nlohmann::ordered_json::array();
-    for (auto it = profile.clocks_mhz.rbegin(); it != profile.clocks_mhz.rend() && over < 2; ++it) {
-      const int mhz = *it;
-      Outcome o;
-      if (!outcome(StaticPolicy(predictor.gpus(), mhz), &o)) return fail(err);
-      const int c = profile.ClockIndex(mhz);
-      const Predictor::Result pr = predictor.Run(Schedule(predictor.gpus(), {{opt.dvfs_latency_ms * 1e6, c}}));
-      sweep.push_back({{"mhz", mhz},
-                       {"slowdown", o.slowdown.mean},
-                       {"energy_saving", o.saving.mean},
-                       {"predicted_slowdown", pr.end_ns / base.end_ns - 1},
-                       {"predicted_energy_saving", 1 - pr.energy_j / base.energy_j}});
-      over = o.slowdown.mean > opt.budget + 0.02 ? over + 1 : 0;
-      if (o.slowdown.mean <= opt.budget && (best_mhz == 0 || o.saving.mean > best.saving.mean)) {
-        best = o;
-        best_mhz = mhz;
-      }
-    }
-    double def_ms = 0, def_j = 0;
-    for (const Measurement& m : def) {
-      def_ms += m.iteration_ms() / static_cast<double>(def.size());
-      def_j += m.iteration_energy_j() / static_cast<double>(def.size());
-    }
+    for (const StaticPoint& p : points)
+      sweep.push_back({{"mhz", p.mhz},
+                       {"slowdown", p.measured.slowdown.mean},
+                       {"energy_saving", p.measured.saving.mean},
+                       {"predicted_slowdown", p.predicted_slowdown},
+                       {"predicted_energy_saving", p.predicted_saving}});
+    const double def_ms = def.iteration_ms(), def_j = def.energy_j();
     fmt::print(
         "  measured over {} seeds ({} iterations each, first left out), against default clocks "
         "({:.3f} ms, {:.2f} J per iteration):\n",
@@ -223,8 +125,8 @@ int RunOptimize(const OptimizeOptions& opt) {
                  o.slowdown.min * 100, o.slowdown.max * 100);
     };
     line("EMO", emo);
-    if (best_mhz > 0)
-      line(fmt::format("best static ({} MHz)", best_mhz), best);
+    if (best)
+      line(fmt::format("best static ({} MHz)", best->mhz), best->measured);
     else
       fmt::print("    no static clock keeps within the budget\n");
     j["default"] = {{"iteration_ms", def_ms}, {"energy_j", def_j}};
@@ -235,12 +137,12 @@ int RunOptimize(const OptimizeOptions& opt) {
                      {"slowdown_spread", SpreadJson(emo.slowdown)},
                      {"energy_saving_spread", SpreadJson(emo.saving)},
                      {"seeds", seeds}};
-    j["best_static"] = best_mhz > 0 ? nlohmann::ordered_json{{"mhz", best_mhz},
-                                                             {"slowdown", best.slowdown.mean},
-                                                             {"energy_saving", best.saving.mean},
-                                                             {"slowdown_spread", SpreadJson(best.slowdown)},
-                                                             {"energy_saving_spread", SpreadJson(best.saving)}}
-                                    : nlohmann::ordered_json(nullptr);
+    j["best_static"] = best ? nlohmann::ordered_json{{"mhz", best->mhz},
+                                                     {"slowdown", best->measured.slowdown.mean},
+                                                     {"energy_saving", best->measured.saving.mean},
+                                                     {"slowdown_spread", SpreadJson(best->measured.slowdown)},
+                                                     {"energy_saving_spread", SpreadJson(best->measured.saving)}}
+                            : nlohmann::ordered_json(nullptr);
     j["static_sweep"] = sweep;
   }
   if (!opt.json.empty()) {

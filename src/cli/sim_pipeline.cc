@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <fmt/core.h>
+
 #include "apply/clock_sampler.h"
 #include "apply/policy_player.h"
 #include "graph/replay.h"
@@ -177,6 +179,125 @@ FrequencyPolicy StaticPolicy(int gpus, int mhz) {
   FrequencyPolicy p;
   for (int g = 0; g < gpus; ++g) p.gpus.push_back({g, {{0, mhz}}});
   return p;
+}
+
+double Defaults::iteration_ms() const {
+  double ms = 0;
+  for (const Measurement& m : runs) ms += m.iteration_ms() / static_cast<double>(runs.size());
+  return ms;
+}
+double Defaults::energy_j() const {
+  double j = 0;
+  for (const Measurement& m : runs) j += m.iteration_energy_j() / static_cast<double>(runs.size());
+  return j;
+}
+
+bool MeasureDefaults(const sim::Program& program, const std::vector<uint64_t>& seeds, int iterations, Defaults* out,
+                     std::string* err) {
+  out->seeds = seeds;
+  out->iterations = iterations;
+  out->runs.assign(seeds.size(), Measurement());
+  for (size_t i = 0; i < seeds.size(); ++i)
+    if (!MeasureRun(program, seeds[i], iterations, 1, nullptr, "", &out->runs[i], err)) return false;
+  return true;
+}
+
+bool MeasureOutcome(const sim::Program& program, const Defaults& d, const FrequencyPolicy* policy,
+                    const std::string& controller, int warmup, Outcome* out, std::string* err) {
+  std::vector<double> slow, save;
+  *out = Outcome();
+  for (size_t i = 0; i < d.seeds.size(); ++i) {
+    Measurement m;
+    if (!MeasureRun(program, d.seeds[i], warmup + d.iterations - 1, warmup, policy, controller, &m, err)) return false;
+    slow.push_back(m.iteration_ms() / d.runs[i].iteration_ms() - 1);
+    save.push_back(1 - m.iteration_energy_j() / d.runs[i].iteration_energy_j());
+    out->iteration_ms += m.iteration_ms() / static_cast<double>(d.seeds.size());
+    out->energy_j += m.iteration_energy_j() / static_cast<double>(d.seeds.size());
+  }
+  out->slowdown = SpreadOf(slow);
+  out->saving = SpreadOf(save);
+  return true;
+}
+
+bool SweepStatic(Pipeline& pl, const Defaults& d, double max_budget, double dvfs_latency_ms,
+                 std::vector<StaticPoint>* out, std::string* err) {
+  out->clear();
+  const Predictor::Result& base = pl.predictor.base();
+  int over = 0;
+  for (auto it = pl.profile.clocks_mhz.rbegin(); it != pl.profile.clocks_mhz.rend() && over < 2; ++it) {
+    StaticPoint p;
+    p.mhz = *it;
+    const FrequencyPolicy policy = StaticPolicy(pl.predictor.gpus(), p.mhz);
+    if (!MeasureOutcome(pl.program, d, &policy, "", 1, &p.measured, err)) return false;
+    const Predictor::Result r =
+        pl.predictor.Run(Schedule(pl.predictor.gpus(), {{dvfs_latency_ms * 1e6, pl.profile.ClockIndex(p.mhz)}}));
+    p.predicted_slowdown = r.end_ns / base.end_ns - 1;
+    p.predicted_saving = 1 - r.energy_j / base.energy_j;
+    over = p.measured.slowdown.mean > max_budget + 0.02 ? over + 1 : 0;
+    out->push_back(p);
+  }
+  return true;
+}
+
+const StaticPoint* BestStatic(const std::vector<StaticPoint>& points, double budget) {
+  const StaticPoint* best = nullptr;
+  for (const StaticPoint& p : points)
+    if (p.measured.slowdown.mean <= budget && (!best || p.measured.saving.mean > best->measured.saving.mean)) best = &p;
+  return best;
+}
+
+bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, uint64_t check_seed, CheckedSearch* out,
+                   std::string* err) {
+  *out = CheckedSearch();
+  Predictor& predictor = pl.predictor;
+  const double budget = so.budget;
+  Defaults d;
+  if (check && !MeasureDefaults(pl.program, {check_seed}, iterations, &d, err)) return false;
+  double seconds = 0, best_saving = 0;
+  int64_t evaluations = 0;
+  bool have = false;
+  for (int round = 0; round < 3; ++round) {
+    SearchResult r;
+    if (!Search(predictor, so, &r, err)) return false;
+    seconds += r.seconds;
+    evaluations += r.evaluations;
+    const FrequencyPolicy p = PolicyFromSchedule(r.schedule, pl.profile.clocks_mhz, so.dvfs_latency_ms);
+    if (!check) {
+      out->result = r, out->policy = p, have = true;
+      break;
+    }
+    Outcome o;
+    if (!MeasureOutcome(pl.program, d, &p, "", 1, &o, err)) return false;
+    const double slow = o.slowdown.mean, save = o.saving.mean;
+    const bool within = slow <= budget + kCheckTolerance;
+    out->checks.push_back({{"search_budget", so.budget},
+                           {"jitter_ms", so.dvfs_jitter_ms},
+                           {"predicted_slowdown", r.predicted.end_ns / predictor.base().end_ns - 1},
+                           {"measured_slowdown", slow},
+                           {"measured_energy_saving", save}});
+    out->lines.push_back(
+        fmt::format("check {}: searched at budget {:.2f} %, measured {:+.2f} % time, {:.2f} % energy "
+                    "saved{}",
+                    round + 1, so.budget * 100, slow * 100, save * 100, within ? "" : " (over budget)"));
+    if (within && (!have || save > best_saving)) out->result = r, out->policy = p, have = true, best_saving = save;
+    if (within && (budget == 0 || slow >= 0.8 * budget)) break;
+    if (within) {
+      so.budget = std::min(so.budget * 1.5, so.budget * budget / std::max(slow, 0.1 * budget));
+    } else {
+      so.budget = slow > 0 ? so.budget * budget / slow * 0.9 : so.budget;
+      so.dvfs_jitter_ms *= 2;
+    }
+  }
+  if (!have) {
+    out->kept_default = true;
+    out->result = SearchResult();
+    out->result.predicted = predictor.base();
+    out->result.schedule = Schedule(predictor.gpus());
+    out->policy = FrequencyPolicy();
+  }
+  out->result.seconds = seconds;
+  out->result.evaluations = evaluations;
+  return true;
 }
 
 }  // namespace emo

@@ -17,6 +17,7 @@
 #include "model/pack_profile.h"
 #include "model/predict.h"
 #include "pack/packer.h"
+#include "search/dp_search.h"
 #include "sim/engine.h"
 #include "sim/program.h"
 
@@ -69,5 +70,58 @@ int MeasureWindowIterations(double iteration_ms, int at_least);
 
 // Every GPU locked to one clock from the iteration start.
 FrequencyPolicy StaticPolicy(int gpus, int mhz);
+
+// What a policy or an online method did, over seeds, each run paired with the default run of the
+// same seed: per-iteration means, and the spread of slowdown and saving over the seeds.
+struct Outcome {
+  double iteration_ms = 0, energy_j = 0;
+  Spread slowdown, saving;
+};
+
+// The default runs the outcomes are paired with: one per seed, `iterations` each (one warm-up).
+struct Defaults {
+  std::vector<uint64_t> seeds;
+  std::vector<Measurement> runs;
+  int iterations = 0;
+  double iteration_ms() const;
+  double energy_j() const;
+};
+bool MeasureDefaults(const sim::Program& program, const std::vector<uint64_t>& seeds, int iterations, Defaults* out,
+                     std::string* err);
+
+// Runs a policy and/or an online method ("" for none) on every seed of `d`, `warmup` iterations
+// before the measured window of d.iterations - 1.
+bool MeasureOutcome(const sim::Program& program, const Defaults& d, const FrequencyPolicy* policy,
+                    const std::string& controller, int warmup, Outcome* out, std::string* err);
+
+// The measured static sweep behind "the best static clock": every profiled clock from the top
+// down, until two clocks in a row are 2 points slower than max_budget (lower clocks only get
+// slower), each beside its prediction.
+struct StaticPoint {
+  int mhz = 0;
+  Outcome measured;
+  double predicted_slowdown = 0, predicted_saving = 0;
+};
+bool SweepStatic(Pipeline& pl, const Defaults& d, double max_budget, double dvfs_latency_ms,
+                 std::vector<StaticPoint>* out, std::string* err);
+// The point saving the most energy with a mean slowdown within the budget; nullptr when none is.
+const StaticPoint* BestStatic(const std::vector<StaticPoint>& points, double budget);
+
+// EMO's search followed by measured checks: the searched policy runs on a seed of its own (on
+// hardware: a few iterations of the job) beside the default clocks on the same seed. The model can
+// be off: when the run is slower than the budget allows (beyond kCheckTolerance), search again with
+// the budget scaled down by the overshoot and the latency taken wider; when it leaves more than a
+// fifth of the budget unused, search again with the budget scaled up. At most three searches; the
+// best checked policy within the budget is kept, or the default clocks when none is.
+inline constexpr double kCheckTolerance = 0.0025;
+struct CheckedSearch {
+  SearchResult result;  // of the kept policy; seconds and evaluations summed over the searches
+  FrequencyPolicy policy;
+  std::vector<std::string> lines;  // one per check, for the report
+  nlohmann::ordered_json checks = nlohmann::ordered_json::array();
+  bool kept_default = false;
+};
+bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, uint64_t check_seed, CheckedSearch* out,
+                   std::string* err);
 
 }  // namespace emo

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/analyze.h"
+#include "cli/bench.h"
 #include "cli/calibrate.h"
 #include "cli/gpoeo_train.h"
 #include "cli/gpu_backend.h"
@@ -129,6 +130,10 @@ int main(int argc, char** argv) {
   o->add_option("--step-ms", opt.step_ms, "budget discretisation (0: min(1 ms, iteration/1000))");
   o->add_option("--dvfs-latency-ms", opt.dvfs_latency_ms, "time a clock change takes to land");
   o->add_option("--dvfs-jitter-ms", opt.dvfs_jitter_ms, "how much that time varies either way");
+  o->add_option("--max-clocks", opt.max_clocks, "candidate clocks of the search, spread over the useful range")
+      ->check(CLI::Range(2, 1000));
+  o->add_option("--max-states", opt.max_states, "states the search keeps per change point")
+      ->check(CLI::Range(1, 10000));
   o->add_option("--pack-ms", opt.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
   o->add_option("--json", opt.json, "write the results as JSON to a file ('-': stdout)");
 
@@ -153,7 +158,23 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   gt->add_option("--seed", gtrain.seed, "seed of the corpus and of the simulated noise");
 
+  emo::BenchOptions bench;
+  CLI::App* b = app.add_subcommand(
+      "bench",
+      "EMO beside the best static clock, Zeus, GEEPAFS and GPOEO on simulated workloads: measured energy saving and "
+      "slowdown per budget, with the spread over seeds");
+  b->add_option("--workloads", bench.workloads, "workload specs (default: a set of five from workloads/)");
+  b->add_option("--methods", bench.methods, "emo, static, zeus, geepafs, gpoeo (default: all)");
+  b->add_option("--budgets", bench.budgets, "slowdown budgets (default 0.02 0.05; 0 for pipelines and offload)");
+  b->add_option("--seeds", bench.seeds, "measurement seeds")->check(CLI::PositiveNumber);
+  b->add_option("--json", bench.json, "write the rows as JSON");
+  b->add_option("--md", bench.md, "write the table as markdown");
+
   CLI11_PARSE(app, argc, argv);
+  if (b->parsed()) {
+    bench.progress = isatty(STDERR_FILENO) != 0;
+    return emo::RunBench(bench);
+  }
   if (o->parsed()) return emo::RunOptimize(opt);
   if (a->parsed()) {
     analyze.progress = isatty(STDERR_FILENO) != 0;

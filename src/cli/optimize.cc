@@ -44,6 +44,8 @@ int RunOptimize(const OptimizeOptions& opt) {
   so.dvfs_latency_ms = opt.dvfs_latency_ms;
   so.dvfs_jitter_ms = opt.dvfs_jitter_ms;
   so.group = ReplicaGroups(g, predictor.gpus());
+  so.max_candidates = opt.max_clocks;
+  so.max_states = opt.max_states;
   const int runs = opt.iterations > 0 ? opt.iterations : MeasureWindowIterations(predictor.period_ns() / 1e6, 6);
   CheckedSearch cs;
   if (!SearchChecked(pl, so, opt.check, runs, opt.seed + 500, &cs, &err)) return fail(err);

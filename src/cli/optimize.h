@@ -18,6 +18,8 @@ struct OptimizeOptions {
   double step_ms = 0;  // budget discretisation; 0: automatic
   double dvfs_latency_ms = 10;
   double dvfs_jitter_ms = 5;
+  int max_clocks = 12;       // candidate clocks of the search
+  int max_states = 8;        // states kept per change point
   double pack_ms = 5;        // packing's Δmax
   int trace_iterations = 4;  // iterations traced at default clocks
   uint64_t seed = 1;         // of the traced run; measurements use the next seeds

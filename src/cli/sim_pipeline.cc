@@ -280,7 +280,7 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
                     "saved{}",
                     round + 1, so.budget * 100, slow * 100, save * 100, within ? "" : " (over budget)"));
     if (within && (!have || save > best_saving)) out->result = r, out->policy = p, have = true, best_saving = save;
-    if (within && (budget == 0 || slow >= 0.8 * budget)) break;
+    if (within && (budget == 0 || slow >= 0.9 * budget)) break;
     if (within) {
       so.budget = std::min(so.budget * 1.5, so.budget * budget / std::max(slow, 0.1 * budget));
     } else {

@@ -111,7 +111,7 @@ const StaticPoint* BestStatic(const std::vector<StaticPoint>& points, double bud
 // hardware: a few iterations of the job) beside the default clocks on the same seed. The model can
 // be off: when the run is slower than the budget allows (beyond kCheckTolerance), search again with
 // the budget scaled down by the overshoot and the latency taken wider; when it leaves more than a
-// fifth of the budget unused, search again with the budget scaled up. At most three searches; the
+// tenth of the budget unused, search again with the budget scaled up. At most three searches; the
 // best checked policy within the budget is kept, or the default clocks when none is.
 inline constexpr double kCheckTolerance = 0.0025;
 struct CheckedSearch {

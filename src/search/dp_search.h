@@ -39,12 +39,12 @@ struct SearchOptions {
   double min_interval_ms = 20;  // ε: least time between two changes of one group
   double dvfs_latency_ms = 10;  // command to effect, nominal
   double dvfs_jitter_ms = 5;    // ± around it (DESIGN.md: 5-15 ms), plus any drift of the work's phase
-  int max_states = 16;          // states kept per point
+  int max_states = 8;           // states kept per point
   std::vector<int> group;       // per GPU: its policy group; empty: every GPU its own
   std::vector<int> candidates;  // clock indices tried; empty: see max_candidates
   // Without candidates: the clocks from the predictor's LowestUsefulClock up, thinned evenly to
   // at most this many (the default clock always among them).
-  int max_candidates = 24;
+  int max_candidates = 12;
 };
 
 struct SearchResult {

@@ -106,6 +106,21 @@ if [ -d "$workloads" ]; then
   printf '{"gpus": [{"gpu": 9, "changes": [{"t_ms": 0, "mhz": 1005}]}]}' >"$tmp/bad-policy.json"
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 1 --policy "$tmp/bad-policy.json" >/dev/null 2>"$tmp/err"; rc=$?
   check "policy for a missing GPU exits 1" test $rc -eq 1
+  # emo validate: a short run on a small workload; the JSON (on stdout) has the keys, the MAPEs are finite.
+  "$emo" validate --workload "$workloads/tp2-llama2-0.5b-3080ti.json" --clocks 3 --random 2 --seeds 1 \
+    --iterations 3 --json - >"$tmp/val.json" 2>"$tmp/val.txt"
+  check "validate exits 0" test $? -eq 0
+  check "validate prints its MAPEs" grep -q "static MAPE" "$tmp/val.txt"
+  check "validate JSON has the keys, MAPEs finite" python3 -c "
+import json, math, sys
+d = json.load(open('$tmp/val.json'))
+for k in ('kernels', 'packs', 'unique_packs', 'profiled_ranges', 'profiling', 'static', 'random'): assert k in d, k
+for k in ('ranges', 'passes', 'kernels_profiled', 'overhead_s', 'reduction'): assert k in d['profiling'], k
+for s in ('static', 'random'):
+  for k in ('time_mape', 'energy_mape', 'abs_time_mape', 'abs_energy_mape'): assert math.isfinite(d[s][k]), (s, k)
+assert len(d['random']['policies']) == 2 and len(d['static']['clocks']) >= 3"
+  "$emo" validate --workload "$workloads/tp2-llama2-0.5b-3080ti.json" --seeds 0 >/dev/null 2>"$tmp/err"
+  check "validate --seeds 0 exits non-zero" test $? -ne 0
 fi
 
 # emo gpus through NVML: the fake driver's two GPUs; without a driver, one clear line and exit 1.

@@ -13,6 +13,7 @@
 #include "cli/run.h"
 #include "cli/sim.h"
 #include "cli/trace.h"
+#include "cli/validate.h"
 #include "online/registry.h"
 
 int main(int argc, char** argv) {
@@ -137,6 +138,31 @@ int main(int argc, char** argv) {
   o->add_option("--pack-ms", opt.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
   o->add_option("--json", opt.json, "write the results as JSON to a file ('-': stdout)");
 
+  emo::ValidateOptions val;
+  CLI::App* v = app.add_subcommand("validate",
+                                   "The model's fidelity on a simulated device: predicted against measured time and "
+                                   "energy of static clocks across the range and of random 20 ms policies, and the "
+                                   "cost of the pack profiling");
+  v->add_option("--workload", val.workload, "workload spec JSON (see workloads/)")->required();
+  v->add_option("--device", val.device, "simulated device (default: the workload's)");
+  v->add_option("--profile", val.profile, "device profile JSON (default: the shipped profiles/ one for the device)");
+  v->add_option("--seeds", val.seeds, "measurement seeds (each policy's measurement is their mean)")
+      ->check(CLI::PositiveNumber);
+  v->add_option("--seed", val.seed, "seed of the traced run and of the random policies (measurements: seed+1000+i)");
+  v->add_option("--iterations", val.iterations, "iterations per measured run (the first is left out)")
+      ->check(CLI::Range(2, 1000000));
+  v->add_option("--trace-iterations", val.trace_iterations, "iterations traced at default clocks")
+      ->check(CLI::Range(3, 1000000));
+  v->add_option("--clocks", val.clocks, "static clocks spread over the profile's range (the default is added)")
+      ->check(CLI::Range(2, 1000));
+  v->add_option("--random", val.random_policies, "random policies")->check(CLI::NonNegativeNumber);
+  v->add_option("--change-ms", val.change_ms, "a random policy changes the clock every this many ms")
+      ->check(CLI::PositiveNumber);
+  v->add_option("--dvfs-latency-ms", val.dvfs_latency_ms, "time a clock change takes to land (predicted landings)")
+      ->check(CLI::NonNegativeNumber);
+  v->add_option("--pack-ms", val.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
+  v->add_option("--json", val.json, "write the results as JSON to a file ('-': stdout, the text going to stderr)");
+
   emo::GpoeoTrainOptions gtrain;
   CLI::App* g = app.add_subcommand("gpoeo", "GPOEO, the online energy optimizer: its models");
   g->require_subcommand(1);
@@ -176,6 +202,7 @@ int main(int argc, char** argv) {
     return emo::RunBench(bench);
   }
   if (o->parsed()) return emo::RunOptimize(opt);
+  if (v->parsed()) return emo::RunValidate(val);
   if (a->parsed()) {
     analyze.progress = isatty(STDERR_FILENO) != 0;
     return emo::RunAnalyze(analyze);

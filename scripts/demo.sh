@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# demo.sh — sets up, builds, and runs EMO's main job on its default device, the simulator:
-# a tensor-parallel training workload on two simulated A100s is run and traced, and its trace
-# analysed (execution graph, replay, critical path, slack, packing); the workload is run again
-# under GEEPAFS; then the same analysis of a real 8-rank training trace.
+# demo.sh — sets up, builds, and runs EMO's main job on its default device, the simulator: a
+# tensor-parallel GPT-3 6.7B training workload on two simulated A100s is traced at default clocks,
+# packed, profiled, modelled and searched for the least-energy clock schedule within a 5 % slowdown
+# budget; the schedule is applied and measured on fresh seeds beside the best static clock and the
+# online baselines (Zeus's power-limit optimizer, GEEPAFS, GPOEO). Then the analysis of a real
+# 8-rank training trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -11,11 +13,10 @@ cmake --build build-release --target emo
 emo=build-release/emo
 out=build-release/demo
 mkdir -p "$out"
-"$emo" sim --workload workloads/tp2-gpt3-6.7b-a100.json --iterations 5 --trace "$out/tp2-trace" \
-  --measure "$out/tp2-measure.json"
-"$emo" analyze "$out/tp2-trace"
-# The same workload under an online baseline (GEEPAFS), measured after its first probe.
-"$emo" sim --workload workloads/tp2-gpt3-6.7b-a100.json --iterations 12 --warmup 6 --controller geepafs \
-  --measure "$out/tp2-geepafs-measure.json"
+workload=workloads/tp2-gpt3-6.7b-a100.json
+# EMO's pipeline, step by step, and its policy measured beside the best static clock.
+"$emo" optimize --workload "$workload" --budget 0.05 --measure -o "$out/tp2-policy.json" --json "$out/tp2-optimize.json"
+# The same budget for every method, measured the same way.
+"$emo" bench --workloads "$workload" --budgets 0.05 --md "$out/tp2-bench.md"
 traces=${EMO_TRACES:-../shared/traces}
 if [ -d "$traces/param/dlrm_kineto" ]; then "$emo" analyze "$traces/param/dlrm_kineto"; fi

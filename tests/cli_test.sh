@@ -210,6 +210,26 @@ else
   check "an emo without CUDA support says so" grep -q "without CUDA support" "$tmp/err"
 fi
 
+# EMO's main job on a small workload: a policy file the simulator plays, and the JSON keys.
+"$emo" optimize --workload "$workloads/dp2-gpt3-1.3b-a100.json" --budget 0.05 --measure --seeds 1 \
+  -o "$tmp/policy.json" --json "$tmp/optimize.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "optimize exits 0" test $rc -eq 0
+check "optimize reports EMO beside the best static clock" bash -c "grep -q 'EMO ' '$tmp/out' && grep -q 'best static' '$tmp/out'"
+for key in default predicted measured best_static search packs unique_packs; do
+  check "optimize JSON has $key" grep -q "\"$key\"" "$tmp/optimize.json"
+done
+"$emo" sim --workload "$workloads/dp2-gpt3-1.3b-a100.json" --policy "$tmp/policy.json" --iterations 3 >/dev/null 2>&1; rc=$?
+check "the simulator plays the policy optimize wrote" test $rc -eq 0
+"$emo" optimize --workload "$workloads/dp2-gpt3-1.3b-a100.json" --budget -1 >/dev/null 2>&1; rc=$?
+check "optimize refuses a negative budget" test $rc -ne 0
+"$emo" optimize --workload "$workloads/dp2-gpt3-1.3b-a100.json" --profile "$tmp/truncated-profile.json" >/dev/null 2>"$tmp/err"; rc=$?
+check "optimize with a missing profile exits 1" test $rc -eq 1
+check "and names it" grep -q "truncated-profile.json" "$tmp/err"
+"$emo" bench --workloads "$workloads/offload-deepseek-v2-lite-a100.json" --methods static geepafs --seeds 1 \
+  --md "$tmp/bench.md" >/dev/null 2>&1; rc=$?
+check "bench exits 0" test $rc -eq 0
+check "bench writes a markdown row per method" test "$(grep -c offload "$tmp/bench.md")" -eq 2
+
 # Bad input: one line on stderr naming the file, non-zero exit, no crash (exit code 1, not a signal).
 printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 12' >"$tmp/truncated.json"
 "$emo" analyze "$tmp/truncated.json" >/dev/null 2>"$tmp/err"; rc=$?

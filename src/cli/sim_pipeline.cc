@@ -242,7 +242,9 @@ bool SweepStatic(Pipeline& pl, const Defaults& d, double max_budget, double dvfs
 const StaticPoint* BestStatic(const std::vector<StaticPoint>& points, double budget) {
   const StaticPoint* best = nullptr;
   for (const StaticPoint& p : points)
-    if (p.measured.slowdown.mean <= budget && (!best || p.measured.saving.mean > best->measured.saving.mean)) best = &p;
+    if (p.measured.slowdown.mean <= budget + kCheckTolerance &&
+        (!best || p.measured.saving.mean > best->measured.saving.mean))
+      best = &p;
   return best;
 }
 

@@ -104,7 +104,8 @@ struct StaticPoint {
 };
 bool SweepStatic(Pipeline& pl, const Defaults& d, double max_budget, double dvfs_latency_ms,
                  std::vector<StaticPoint>* out, std::string* err);
-// The point saving the most energy with a mean slowdown within the budget; nullptr when none is.
+// The point saving the most energy with a mean slowdown within the budget (give or take
+// kCheckTolerance, the same allowance EMO's checks get); nullptr when none is.
 const StaticPoint* BestStatic(const std::vector<StaticPoint>& points, double budget);
 
 // EMO's search followed by measured checks: the searched policy runs on a seed of its own (on

@@ -95,13 +95,12 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
   base_ = Run({});
   period_ns_ =
       starts.size() >= 2 ? (starts.back() - starts.front()) / static_cast<double>(starts.size() - 1) : base_.end_ns;
-  const double idle0 = in_.idle_power_w[in_.default_clock];
   for (int r = 0; r < gpus_; ++r) {
-    const double other_j = idle0 * std::max(0.0, base_.end_ns - pack_union_ns_[r]) * 1e-9;
-    const double pack_j = base_.gpu_energy_j[r] - other_j;
-    double k = pack_j > 0 ? (in_.measured_energy_j[r] - other_j) / pack_j : 1;
-    if (!(k >= 0.5 && k <= 2)) {
-      k = std::clamp(std::isfinite(k) ? k : 1.0, 0.5, 2.0);
+    // With k = 1 the prediction is fixed + dynamic; the measurement fixes k.
+    const double dynamic_j = dynamic_j_[r], fixed_j = base_.gpu_energy_j[r] - dynamic_j;
+    double k = dynamic_j > 0 ? (in_.measured_energy_j[r] - fixed_j) / dynamic_j : 1;
+    if (!(k >= kMinEnergyScale && k <= kMaxEnergyScale)) {
+      k = std::clamp(std::isfinite(k) ? k : 1.0, kMinEnergyScale, kMaxEnergyScale);
       scale_clamped_[r] = 1;
     }
     energy_scale_[r] = k;
@@ -172,14 +171,19 @@ Predictor::Result Predictor::Run(const Schedule& s) {
   r.end_ns = end;
   r.gpu_energy_j.assign(gpus_, 0);
   std::vector<double> pack_t(gpus_, 0);
+  // Each pack's energy: idle power over its time, plus the rest (its dynamic energy), which the
+  // fitted factor scales.
+  dynamic_j_.assign(gpus_, 0);
   for (size_t p = 0; p < pk.packs(); ++p) {
     const size_t i = p * nc + pack_clock_[p];
-    r.gpu_energy_j[pk.rank[p]] += in_.pack_energy_j[i];
+    const double idle_j = in_.idle_power_w[pack_clock_[p]] * in_.pack_time_s[i];
+    r.gpu_energy_j[pk.rank[p]] += idle_j;
+    dynamic_j_[pk.rank[p]] += in_.pack_energy_j[i] - idle_j;
     pack_t[pk.rank[p]] += in_.pack_time_s[i];
   }
   const double idle0 = in_.idle_power_w[c0];
   for (int gpu = 0; gpu < gpus_; ++gpu) {
-    r.gpu_energy_j[gpu] *= energy_scale_[gpu];
+    r.gpu_energy_j[gpu] += energy_scale_[gpu] * dynamic_j_[gpu];
     // The schedule's time-weighted idle power over one period, relative to the default clock's.
     double ratio = 1;
     if (static_cast<size_t>(gpu) < s.size() && !s[gpu].empty() && period_ns_ > 0) {

@@ -5,9 +5,11 @@
 // every profiled clock (the pack model's tables; packs repeating a profiled one take its shape,
 // scaled to their own measured time), the iteration starts, and each GPU's energy measured over
 // the traced run at the default clocks. Time outside packs (communication, copies, idle gaps) draws
-// the device profile's idle power at the clock in force; the packs' energies are multiplied by one
+// the device profile's idle power at the clock in force; each pack's energy is its idle power over
+// its time plus its dynamic energy (the rest), and the dynamic energies are multiplied by one
 // factor per GPU, fitted so that the default schedule reproduces the measured energy (it absorbs
-// the model's bias and the power of communication kernels running beside compute).
+// the model's bias and the power of communication kernels running beside compute; scaling the
+// idle share too would inflate the energy of low clocks, where packs run long).
 //
 // The pass: node v completes at C_v = d_v + max(anchor_v, max over preds k of C_k + latency).
 // A compute kernel in pack p takes d_v · T_p(c) / T_p(c0), where c is the clock in force on its GPU
@@ -18,7 +20,8 @@
 // effect: a schedule is what the search chooses, the policy file holds the commands (landing
 // minus the DVFS latency).
 //
-// Energy, per GPU: k · Σ_p E_p(c_p) + P_idle(c̄) · (end − U · Σ_p T_p(c_p) / Σ_p T_p(c0)), where U
+// Energy, per GPU: Σ_p [P_idle(c_p) T_p(c_p) + k (E_p(c_p) − P_idle(c_p) T_p(c_p))]
+//                 + P_idle(c̄) · (end − U · Σ_p T_p(c_p) / Σ_p T_p(c0)), where U
 // is the union of the packs' spans at default clocks (time some pack runs), and c̄'s idle power the
 // time-weighted mean over the GPU's schedule.
 #pragma once
@@ -31,6 +34,8 @@
 #include "pack/packer.h"
 
 namespace emo {
+
+inline constexpr double kMinEnergyScale = 0.25, kMaxEnergyScale = 4;
 
 // A clock taking effect at t_ns after the iteration start; clock indexes the predictor's clocks.
 struct Landing {
@@ -75,8 +80,8 @@ class Predictor {
   // The lowest clock at which some pack's energy is least: below it every pack takes longer and
   // uses more energy, so no schedule gains by going there.
   int LowestUsefulClock() const;
-  // Per GPU: the factor on pack energies fitted to the measured energy, and whether it had to be
-  // clamped to [0.5, 2] (the model and the measurement disagree by more than 2x).
+  // Per GPU: the factor on packs' dynamic energies fitted to the measured energy, and whether it
+  // had to be clamped to [kMinEnergyScale, kMaxEnergyScale] (model and measurement disagree widely).
   const std::vector<double>& energy_scale() const { return energy_scale_; }
   const std::vector<char>& energy_scale_clamped() const { return scale_clamped_; }
 
@@ -91,6 +96,7 @@ class Predictor {
   std::vector<int32_t> node_iteration_;   // per node: iteration by observed start (−1 before the first)
   std::vector<uint32_t> first_member_;    // per pack
   std::vector<double> energy_scale_;      // per GPU
+  std::vector<double> dynamic_j_;         // per GPU: the last Run's unscaled dynamic pack energy
   std::vector<char> scale_clamped_;
   std::vector<double> pack_union_ns_, pack_time0_s_;  // per GPU, at default clocks
   // Scratch.

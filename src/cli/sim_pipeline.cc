@@ -254,11 +254,11 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
   Predictor& predictor = pl.predictor;
   const double budget = so.budget;
   Defaults d;
-  if (check && !MeasureDefaults(pl.program, {check_seed}, iterations, &d, err)) return false;
-  double seconds = 0, best_saving = 0;
+  if (check && !MeasureDefaults(pl.program, {check_seed, check_seed + 1}, iterations, &d, err)) return false;
+  double seconds = 0, best_saving = 0, lo = -1, hi = -1;
   int64_t evaluations = 0;
   bool have = false;
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < kMaxSearches; ++round) {
     SearchResult r;
     if (!Search(predictor, so, &r, err)) return false;
     seconds += r.seconds;
@@ -283,11 +283,18 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
                     round + 1, so.budget * 100, slow * 100, save * 100, within ? "" : " (over budget)"));
     if (within && (!have || save > best_saving)) out->result = r, out->policy = p, have = true, best_saving = save;
     if (within && (budget == 0 || slow >= 0.9 * budget)) break;
-    if (within) {
-      so.budget = std::min(so.budget * 1.5, so.budget * budget / std::max(slow, 0.1 * budget));
+    // The measured slowdown jumps with the search budget (the schedule changes in steps), so
+    // bracket it: the largest search budget found within, the smallest found over, bisected once
+    // both are known. Scaled by the measured ratio (damped upwards) until then; without any
+    // policy within, the latency is also taken wider.
+    (within ? lo : hi) = so.budget;
+    if (lo >= 0 && hi >= 0) {
+      so.budget = (lo + hi) / 2;
+    } else if (within) {
+      so.budget *= std::min(1.5, 1 + 0.7 * (budget / std::max(slow, 0.1 * budget) - 1));
     } else {
       so.budget = slow > 0 ? so.budget * budget / slow * 0.9 : so.budget;
-      so.dvfs_jitter_ms *= 2;
+      if (!have) so.dvfs_jitter_ms *= 2;
     }
   }
   if (!have) {

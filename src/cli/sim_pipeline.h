@@ -108,13 +108,14 @@ bool SweepStatic(Pipeline& pl, const Defaults& d, double max_budget, double dvfs
 // kCheckTolerance, the same allowance EMO's checks get); nullptr when none is.
 const StaticPoint* BestStatic(const std::vector<StaticPoint>& points, double budget);
 
-// EMO's search followed by measured checks: the searched policy runs on a seed of its own (on
+// EMO's search followed by measured checks: the searched policy runs on two seeds of its own (on
 // hardware: a few iterations of the job) beside the default clocks on the same seed. The model can
 // be off: when the run is slower than the budget allows (beyond kCheckTolerance), search again with
 // the budget scaled down by the overshoot and the latency taken wider; when it leaves more than a
-// tenth of the budget unused, search again with the budget scaled up. At most three searches; the
+// tenth of the budget unused, search again with the budget scaled up. At most kMaxSearches; the
 // best checked policy within the budget is kept, or the default clocks when none is.
 inline constexpr double kCheckTolerance = 0.0025;
+inline constexpr int kMaxSearches = 4;
 struct CheckedSearch {
   SearchResult result;  // of the kept policy; seconds and evaluations summed over the searches
   FrequencyPolicy policy;

@@ -23,6 +23,10 @@ constexpr double kDetectEveryS = 1.0;  // how often detection looks at the growi
 constexpr double kMinDetectS = 3.0;    // the shortest trace it looks at
 constexpr double kAperiodicRetryS = 60;
 constexpr double kImplausiblySooner = 0.97;  // a probe's time ratio under this is a bad measurement
+constexpr double kSkipS = 1.0;               // the start of a detection trace left out of the reference
+constexpr double kMinReferenceS = 4.0;       // the shortest reference window at the default clock
+constexpr double kMinProbeS = 4.0;           // the shortest probe window
+constexpr double kFoldRange = 0.05;          // the fold refines a spectral period within ±5 %
 
 const char* ObjectiveName(GpoeoObjective o) {
   switch (o) {
@@ -250,9 +254,74 @@ void Gpoeo::Lock(int mhz) {
 void Gpoeo::Restart(double now_s) {
   Lock(clocks_.back());  // the default governor
   state_ = State::kDetect;
+  ClearTrace();
+  start_s_ = now_s;
+}
+
+void Gpoeo::Updates::Clear() {
+  s.t_s.clear();
+  s.v.clear();
+  any = false;
+}
+
+void Gpoeo::Updates::Add(double t_s, double x) {
+  // The first poll shows a value from before the measurement, updated at an unknown time.
+  if (any && x != last) {
+    s.t_s.push_back(t_s);
+    s.v.push_back(x);
+  }
+  last = x;
+  any = true;
+}
+
+void Gpoeo::ClearTrace() {
   trace_.clear();
   ticks_ = 0;
-  start_s_ = now_s;
+  series_.resize(3 * static_cast<size_t>(gpus_->Count()));
+  energy_.resize(static_cast<size_t>(gpus_->Count()));
+  for (Updates& u : series_) u.Clear();
+  for (Updates& u : energy_) u.Clear();
+}
+
+double Gpoeo::FoldPeriod(double from_s, double period_s, double rel) const {
+  std::vector<GpoeoSeries> series;
+  for (const Updates& u : series_) {
+    GpoeoSeries s;
+    for (size_t i = 0; i < u.s.t_s.size(); ++i)
+      if (u.s.t_s[i] >= from_s) s.t_s.push_back(u.s.t_s[i]), s.v.push_back(u.s.v[i]);
+    series.push_back(std::move(s));
+  }
+  return GpoeoFoldPeriod(series, period_s, rel);
+}
+
+double Gpoeo::MeanPower(double from_s, double period_s) const {
+  double sum = 0;
+  bool counters = gpus_->Offers(Reading::kEnergy);
+  for (const Updates& u : energy_) {
+    // From the first update since from_s to the later update whose span is nearest a whole number
+    // of periods, among those spanning at least 3/4 of the longest: both ends are update instants,
+    // so the counter's steps do not blur the window (its polls lag the updates by the same amount).
+    const std::vector<double>& t = u.s.t_s;
+    const size_t a = static_cast<size_t>(std::lower_bound(t.begin(), t.end(), from_s) - t.begin());
+    if (t.size() < a + 2) {
+      counters = false;
+      break;
+    }
+    const double longest = t.back() - t[a];
+    size_t b = t.size() - 1;
+    double off_best = kInf;
+    for (size_t j = a + 1; j < t.size(); ++j) {
+      const double span = t[j] - t[a];
+      if (span < 0.75 * longest) continue;
+      const double off = period_s > 0 ? std::abs(span / period_s - std::round(span / period_s)) : 0;
+      if (off < off_best - 1e-9) off_best = off, b = j;
+    }
+    sum += (u.s.v[b] - u.s.v[a]) / (t[b] - t[a]);
+  }
+  if (counters) return sum;
+  const size_t skip = static_cast<size_t>(std::clamp((from_s - trace_start_s_) / Dt(), 0.0, 1.0 * trace_.size()));
+  const GpoeoSamples tail = trace_.Slice(skip, trace_.size());
+  return MeanTail(tail.power_w, WholePeriods(tail.size(), Dt(), period_s));
 }
 
 std::vector<double> Gpoeo::Signal(const GpoeoSamples& s) const {
@@ -266,6 +335,7 @@ void Gpoeo::Tick(double now_ns) {
   if (!error().empty()) return;  // the back end failed: the method stops acting
   now_s_ = now_ns * 1e-9;
   double p = 0, u = 0, m = 0, c = 0;
+  std::vector<double> gpu_p, gpu_u, gpu_m;
   for (int g = 0; g < gpus_->Count(); ++g) {
     const std::optional<double> power = gpus_->PowerW(g), util = gpus_->Utilization(g),
                                 mem = gpus_->MemoryUtilization(g), clock = gpus_->ClockMhz(g);
@@ -277,15 +347,40 @@ void Gpoeo::Tick(double now_ns) {
     u += *util;
     m += *mem;
     c += *clock;
+    gpu_p.push_back(*power);
+    gpu_u.push_back(*util);
+    gpu_m.push_back(*mem);
   }
   const double n = gpus_->Count();
   ++ticks_;
+  // The sample joins the measurement: the trace, and each reading's updates.
+  auto record = [&] {
+    if (trace_.size() == 0) trace_start_s_ = now_s_;
+    trace_.push(p, u / n, m / n, c / n);
+    for (int g = 0; g < gpus_->Count(); ++g) {
+      const size_t i = static_cast<size_t>(g);
+      series_[3 * i].Add(now_s_, gpu_p[i]);
+      series_[3 * i + 1].Add(now_s_, gpu_u[i]);
+      series_[3 * i + 2].Add(now_s_, gpu_m[i]);
+      if (gpus_->Offers(Reading::kEnergy)) {
+        const std::optional<double> j = gpus_->EnergyJ(g);
+        if (!j) {
+          Fail("GPU " + std::to_string(g) + ": energy counter read failed: " + gpus_->error());
+          return;
+        }
+        energy_[i].Add(now_s_, *j);
+      }
+    }
+  };
   switch (state_) {
     case State::kDetect: {
-      trace_.push(p, u / n, m / n, c / n);
+      record();
       // One growing trace, capped at 5.5 × TUpBound (GPOEO.md §1).
       const size_t cap = static_cast<size_t>(5.5 * GpoeoPeriodOptions{}.t_up_bound_s / Dt());
-      if (trace_.size() > cap) trace_ = trace_.Slice(trace_.size() - cap, trace_.size());
+      if (trace_.size() > cap) {
+        trace_ = trace_.Slice(trace_.size() - cap, trace_.size());
+        trace_start_s_ = now_s_ - static_cast<double>(cap) * Dt();
+      }
       const int every = std::max(1, static_cast<int>(std::lround(kDetectEveryS / Dt())));
       if (static_cast<double>(trace_.size()) * Dt() >= kMinDetectS && ticks_ % every == 0) Detect(now_s_);
       break;
@@ -294,11 +389,11 @@ void Gpoeo::Tick(double now_ns) {
       if (static_cast<double>(ticks_) * Dt() >= kAperiodicRetryS) Restart(now_s_);
       break;
     case State::kSearch:
-      if (ticks_ > settle_ticks_) trace_.push(p, u / n, m / n, c / n);
+      if (ticks_ > settle_ticks_) record();
       if (ticks_ >= settle_ticks_ + measure_ticks_) EndProbe(now_s_);
       break;
     case State::kHold:
-      if (ticks_ > settle_ticks_) trace_.push(p, u / n, m / n, c / n);
+      if (ticks_ > settle_ticks_) record();
       if (ticks_ >= settle_ticks_ + measure_ticks_) Check(now_s_);
       break;
   }
@@ -312,10 +407,15 @@ void Gpoeo::Detect(double now_s) {
     return;
   }
   if (!detected_.periodic()) return;  // measure on
-  period_s_ = GpoeoRefinePeriod(Signal(trace_), Dt(), detected_.period_s);
-  const size_t whole = WholePeriods(trace_.size(), Dt(), period_s_);
-  ref_power_w_ = MeanTail(trace_.power_w, whole);
-  features_ = GpoeoFeatures(trace_, Dt(), period_s_, limit_w_, clocks_.back());
+  // The reference: the default clock's period and power, measured past the trace's first second
+  // (a start-up or a clock change) over at least kMinReferenceS, as long as a probe's window.
+  const double from = trace_start_s_ + kSkipS;
+  if (now_s - from < std::max(kMinReferenceS, 3 * detected_.period_s)) return;  // measure on
+  period_s_ = FoldPeriod(from, detected_.period_s, kFoldRange);
+  ref_power_w_ = MeanPower(from, period_s_);
+  const size_t skip = static_cast<size_t>(std::lround(kSkipS / Dt()));
+  features_ = GpoeoFeatures(trace_.Slice(std::min(skip, trace_.size()), trace_.size()), Dt(), period_s_, limit_w_,
+                            clocks_.back());
   GpoeoPrediction pred;
   std::string err;
   if (!models_.Predict(features_, clocks_, clocks_.back(), &pred, &err)) {
@@ -346,12 +446,12 @@ void Gpoeo::Detect(double now_s) {
 void Gpoeo::StartProbe(int clock_index) {
   probe_ = clock_index;
   Lock(clocks_[static_cast<size_t>(clock_index)]);
-  trace_.clear();
-  ticks_ = 0;
+  ClearTrace();
   // One period to settle (the clock lands after the DVFS latency), then probe_periods of the
-  // period expected at the lowest clock the search is likely to try.
+  // period expected at the lowest clock the search is likely to try, and at least kMinProbeS: the
+  // readings update every 100-167 ms, and the period and energy are measured on those updates.
   settle_ticks_ = static_cast<int>(std::ceil(std::max(period_s_, 0.2) / Dt()));
-  measure_ticks_ = static_cast<int>(std::ceil(o_.probe_periods * 1.15 * period_s_ / Dt()));
+  measure_ticks_ = static_cast<int>(std::ceil(std::max(o_.probe_periods * 1.15 * period_s_, kMinProbeS) / Dt()));
 }
 
 void Gpoeo::EndProbe(double now_s) {
@@ -362,10 +462,9 @@ void Gpoeo::EndProbe(double now_s) {
   const GpoeoPeriod p = GpoeoDetectPeriod(signal, Dt(), po);
   double e = kInf, t = kInf;
   if (p.period_s > 0) {
-    const double period = GpoeoRefinePeriod(signal, Dt(), p.period_s);
-    const size_t whole = WholePeriods(trace_.size(), Dt(), period);
+    const double period = FoldPeriod(trace_start_s_, p.period_s, kFoldRange);
     t = period / period_s_;
-    e = MeanTail(trace_.power_w, whole) * period / (ref_power_w_ * period_s_);
+    e = MeanPower(trace_start_s_, period) * period / (ref_power_w_ * period_s_);
     // A lower clock that seems to run faster measured something other than the period (a
     // sub-multiple, a phase change): no use to the search.
     if (t < kImplausiblySooner) e = t = kInf;
@@ -391,8 +490,7 @@ void Gpoeo::EndSearch(double now_s) {
   settle_s_ = now_s - start_s_;
   Lock(chosen_mhz_);
   state_ = State::kHold;
-  trace_.clear();
-  ticks_ = 0;
+  ClearTrace();
   settle_ticks_ = static_cast<int>(std::ceil(std::max(chosen_period_s_, 0.2) / Dt()));
   measure_ticks_ = static_cast<int>(std::ceil(std::max(o_.check_periods * chosen_period_s_, 2.0) / Dt()));
 }
@@ -401,9 +499,8 @@ void Gpoeo::Check(double now_s) {
   GpoeoPeriodOptions po;
   const std::vector<double> signal = Signal(trace_);
   const GpoeoPeriod p = GpoeoDetectPeriod(signal, Dt(), po);
-  const double period = p.periodic() ? GpoeoRefinePeriod(signal, Dt(), p.period_s) : chosen_period_s_;
-  const size_t whole = WholePeriods(trace_.size(), Dt(), period);
-  const double power = MeanTail(trace_.power_w, whole);
+  const double period = p.periodic() ? FoldPeriod(trace_start_s_, p.period_s, kFoldRange) : chosen_period_s_;
+  const double power = MeanPower(trace_start_s_, period);
   // A multiple or sub-multiple of the period held is the same iteration seen through another
   // spectral peak (GPOEO.md §2 keeps up to 6 candidates), not a new phase.
   const double ratio = std::max(period, chosen_period_s_) / std::min(period, chosen_period_s_);
@@ -414,8 +511,7 @@ void Gpoeo::Check(double now_s) {
     Restart(now_s);
     return;
   }
-  trace_.clear();
-  ticks_ = 0;
+  ClearTrace();
 }
 
 void Gpoeo::Finish() {

@@ -14,6 +14,12 @@
 // - The local search is a pattern search over the supported clocks (a step of `step` clocks,
 //   halved when neither neighbour improves) instead of upstream's outward steps, golden section
 //   and cubic fit; the best measured clock wins.
+// - Readings as NVML gives them: the energy counter advances every ~100 ms, the A100's power
+//   reading is one 25 ms window of every 100 ms, utilisation covers 1/6 s. A probe's energy is the
+//   energy counter's between two of its updates spanning about a whole number of periods (upstream:
+//   sampled power × T), its period the lag at which the readings' updates match themselves
+//   (GpoeoFoldPeriod), and a probe lasts at least 4 s; the reference at the default clock likewise,
+//   past the detection trace's first second.
 // - Aperiodic phases keep the default clock (upstream's IPS proxy needs counters).
 // - Phase changes are checked at a fixed interval, without upstream's back-off.
 #pragma once
@@ -113,6 +119,22 @@ class Gpoeo : public OnlineMethod {
   void Check(double now_s);
   double Dt() const { return o_.sample_ms * 1e-3; }
   std::vector<double> Signal(const GpoeoSamples& s) const;
+  // A new measurement: the trace and the readings' updates start over.
+  void ClearTrace();
+  // The period refined on the readings' updates since from_s, within ±rel of period_s.
+  double FoldPeriod(double from_s, double period_s, double rel) const;
+  // Mean summed power since from_s over a whole number of period_s, W: from the energy counters
+  // between two of their updates where the back end offers them, else the sampled power.
+  double MeanPower(double from_s, double period_s) const;
+
+  // One reading of one GPU: its updates (the polls at which it changed) in the current measurement.
+  struct Updates {
+    GpoeoSeries s;
+    double last = -1;
+    bool any = false;
+    void Clear();
+    void Add(double t_s, double x);
+  };
 
   GpuControl* gpus_;
   GpoeoOptions o_;
@@ -120,9 +142,12 @@ class Gpoeo : public OnlineMethod {
   std::vector<int> clocks_;  // GPU 0's supported clocks, ascending
   double limit_w_ = 0;       // summed power limit
   State state_ = State::kDetect;
-  GpoeoSamples trace_;  // the current state's samples
-  int ticks_ = 0;       // ticks in the current state (or probe)
-  double start_s_ = 0;  // when detection (re)started
+  GpoeoSamples trace_;           // the current state's samples
+  double trace_start_s_ = 0;     // when trace_ began
+  std::vector<Updates> series_;  // per GPU: power, utilisation, memory utilisation
+  std::vector<Updates> energy_;  // per GPU: the energy counter
+  int ticks_ = 0;                // ticks in the current state (or probe)
+  double start_s_ = 0;           // when detection (re)started
   double now_s_ = 0;
   // Detection at the default clock.
   GpoeoPeriod detected_;

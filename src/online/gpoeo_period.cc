@@ -266,7 +266,24 @@ double Estimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOpti
   return t;
 }
 
-// §2 Stability, flat: over the last windows the means agree, the spread and the largest deviation are small.
+// Whether x repeats itself at a lag of t_s: the mean squared difference between samples one
+// period apart is under `share` of twice the variance (which unrelated samples would give), over
+// at least 3 periods. A small ripple that recurs every period is structure, not a level signal:
+// NVML-like readings (A100 power one 25 ms window per 100 ms, utilisation over 1/6 s, an NCCL
+// kernel that waits counting as busy) flatten a training iteration to a few percent.
+bool Repeats(const std::vector<double>& x, double dt_s, double t_s, double share) {
+  if (t_s <= 0) return false;
+  const size_t lag = static_cast<size_t>(std::lround(t_s / dt_s));
+  if (lag < 2 || x.size() < 3 * lag) return false;
+  const double var = Std(x.data(), x.size()) * Std(x.data(), x.size());
+  if (var <= 0) return false;
+  double d = 0;
+  for (size_t i = lag; i < x.size(); ++i) d += (x[i] - x[i - lag]) * (x[i] - x[i - lag]);
+  return d / static_cast<double>(x.size() - lag) < share * 2 * var;
+}
+
+// §2 Stability, flat: over the last windows the means agree, the spread and the largest deviation
+// are small, and the signal does not repeat at the estimated period (EMO's addition, see Repeats).
 bool Flat(const std::vector<double>& x_all, double dt_s, double t_s, const GpoeoPeriodOptions& o) {
   if (x_all.size() <= 10) return false;
   const std::vector<double> x(x_all.begin() + 5, x_all.end() - 5);  // upstream drops 5 samples each end
@@ -278,6 +295,9 @@ bool Flat(const std::vector<double>& x_all, double dt_s, double t_s, const Gpoeo
   }
   const size_t step = static_cast<size_t>(window / dt_s);
   if (step < 2) return false;
+  const size_t span = static_cast<size_t>(o.flat_windows) * step;
+  if (Repeats(std::vector<double>(x.end() - static_cast<long>(span), x.end()), dt_s, t_s, o.flat_repeat_share))
+    return false;
   std::vector<double> means;
   for (int i = 0; i < o.flat_windows; ++i) {
     const double* w = x.data() + x.size() - static_cast<size_t>(i + 1) * step;
@@ -404,6 +424,57 @@ double GpoeoRefinePeriod(const std::vector<double>& x, double dt_s, double perio
     if (k >= k_max) break;
   }
   return t * dt_s;
+}
+
+namespace {
+
+// How badly the series match themselves shifted by whole periods of period_s: each update against
+// the series linearly interpolated k periods later, for every k that fits, in squared differences
+// over the series' variance, summed over the series that vary (lower: better). Continuous in the
+// period, so a grid finds its minimum; at the true period an update k periods on falls where the
+// same phase was read, whether the sensor drifts through the iteration's phases or not.
+double LagMismatch(const std::vector<GpoeoSeries>& series, double period_s) {
+  double total = 0;
+  for (const GpoeoSeries& s : series) {
+    const size_t n = s.v.size();
+    if (n < 8) continue;
+    const double m = Mean(s.v.data(), n);
+    double var = 0;
+    for (double x : s.v) var += (x - m) * (x - m);
+    var /= static_cast<double>(n);
+    if (var <= 1e-12 * std::max(1.0, m * m)) continue;
+    double d = 0, pairs = 0;
+    for (size_t i = 0; i < n; ++i) {
+      size_t j = i;
+      for (double t = s.t_s[i] + period_s; t <= s.t_s.back(); t += period_s) {
+        while (s.t_s[j + 1] < t) ++j;  // s.t_s[j] < t <= s.t_s[j + 1]
+        const double w = (t - s.t_s[j]) / (s.t_s[j + 1] - s.t_s[j]);
+        const double x = s.v[j] + w * (s.v[j + 1] - s.v[j]) - s.v[i];
+        d += x * x;
+        pairs += 1;
+      }
+    }
+    if (pairs > 0) total += d / pairs / var;
+  }
+  return total;
+}
+
+}  // namespace
+
+double GpoeoFoldPeriod(const std::vector<GpoeoSeries>& series, double period_s, double rel_range) {
+  if (period_s <= 0 || LagMismatch(series, period_s) <= 0) return period_s;
+  // A grid of 0.02 % steps, then the minimum's neighbours at 0.002 %.
+  double best = period_s, best_d = std::numeric_limits<double>::infinity();
+  for (const auto& [step, half] : {std::pair{2e-4, rel_range}, std::pair{2e-5, 2e-4}}) {
+    const double centre = best;
+    const int k = static_cast<int>(std::lround(half / step));
+    for (int i = -k; i <= k; ++i) {
+      const double t = centre * (1 + step * i);
+      const double d = LagMismatch(series, t);
+      if (d < best_d) best_d = d, best = t;
+    }
+  }
+  return best;
 }
 
 }  // namespace emo

@@ -38,6 +38,9 @@ struct GpoeoPeriodOptions {
   double flat_window_s = 8;
   int flat_windows = 4;
   double flat_mean_diff = 0.04, flat_std = 0.04, flat_max_dev = 0.20;
+  // EMO: a signal that repeats at the estimated period (mean squared difference one period apart
+  // under this share of that of unrelated samples) is not flat, however small its ripple.
+  double flat_repeat_share = 0.25;
 };
 
 enum class GpoeoVerdict {
@@ -85,5 +88,22 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
 // single estimate is about a sample interval; over k periods it is about dt/k. Returns period_s
 // when the trace holds fewer than 3 periods.
 double GpoeoRefinePeriod(const std::vector<double>& x, double dt_s, double period_s);
+
+// One reading's updates: the times (s) at which it changed and its new values. NVML's readings are
+// averages over windows that end at the sensor's updates (every 100 ms for power, 1/6 s for
+// utilisation on an A100), so a trace polled faster holds each value for a whole update interval;
+// the update instants are the signal's true sampling grid.
+struct GpoeoSeries {
+  std::vector<double> t_s, v;
+};
+
+// The period within ±rel_range of period_s at which the series best match themselves shifted by
+// whole periods: each update against the series linearly interpolated k periods later, for every k
+// the series holds, in squared differences over the series' variance, summed over the series that
+// vary. Unlike lag matching on the polled trace (GpoeoRefinePeriod), each update counts once at its
+// own time, so readings held for 100 ms or more between polls do not blur it, and a period that is
+// a multiple of the update interval (the sensor then reads the same phases every iteration) still
+// has its minimum at the truth. Returns period_s when no series has 8 updates and some variation.
+double GpoeoFoldPeriod(const std::vector<GpoeoSeries>& series, double period_s, double rel_range);
 
 }  // namespace emo

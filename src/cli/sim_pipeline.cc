@@ -253,6 +253,9 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
   *out = CheckedSearch();
   Predictor& predictor = pl.predictor;
   const double budget = so.budget;
+  // No slowdown at all is out of reach of any clock change (every lower clock costs something,
+  // if only microseconds); a zero budget is searched as half the allowance measured runs get.
+  if (budget == 0) so.budget = kCheckTolerance / 2;
   Defaults d;
   if (check && !MeasureDefaults(pl.program, {check_seed, check_seed + 1}, iterations, &d, err)) return false;
   double seconds = 0, best_saving = 0, lo = -1, hi = -1;

@@ -114,6 +114,7 @@ const StaticPoint* BestStatic(const std::vector<StaticPoint>& points, double bud
 // the budget scaled down by the overshoot and the latency taken wider; when it leaves more than a
 // tenth of the budget unused, search again with the budget scaled up. At most kMaxSearches; the
 // best checked policy within the budget is kept, or the default clocks when none is.
+// A budget of 0 is searched at kCheckTolerance / 2.
 inline constexpr double kCheckTolerance = 0.0025;
 inline constexpr int kMaxSearches = 4;
 struct CheckedSearch {

@@ -220,6 +220,11 @@ for key in default predicted measured best_static search packs unique_packs; do
 done
 "$emo" sim --workload "$workloads/dp2-gpt3-1.3b-a100.json" --policy "$tmp/policy.json" --iterations 3 >/dev/null 2>&1; rc=$?
 check "the simulator plays the policy optimize wrote" test $rc -eq 0
+"$emo" predict --workload "$workloads/dp2-gpt3-1.3b-a100.json" --policy "$tmp/policy.json" --json >"$tmp/pred.json" 2>&1; rc=$?
+check "predict takes the policy optimize wrote" bash -c "test $rc -eq 0 && grep -q energy_saving '$tmp/pred.json'"
+echo '{"gpus": [{"gpu": 5, "changes": [{"t_ms": 0, "mhz": 1005}]}]}' >"$tmp/badpolicy.json"
+"$emo" predict --workload "$workloads/dp2-gpt3-1.3b-a100.json" --policy "$tmp/badpolicy.json" >/dev/null 2>"$tmp/err"; rc=$?
+check "predict refuses a policy for a GPU the run lacks, naming it" bash -c "test $rc -eq 1 && grep -q 'GPU 5' '$tmp/err'"
 "$emo" optimize --workload "$workloads/dp2-gpt3-1.3b-a100.json" --budget -1 >/dev/null 2>&1; rc=$?
 check "optimize refuses a negative budget" test $rc -ne 0
 "$emo" optimize --workload "$workloads/dp2-gpt3-1.3b-a100.json" --profile "$tmp/truncated-profile.json" >/dev/null 2>"$tmp/err"; rc=$?

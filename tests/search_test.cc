@@ -152,6 +152,27 @@ TEST(Search, PolicyCommandsLeadTheirLandingsByTheLatency) {
   EXPECT_EQ(p.gpus[1].changes, (std::vector<ClockChange>{{0, 900}}));  // never before the iteration start
 }
 
+// A policy file read back lands where the schedule it was written from said (latency 10 ms, with
+// landings at least that late), and an unknown clock or GPU is refused.
+TEST(Search, PolicyReadsBackIntoItsSchedule) {
+  const Schedule s = {{{10e6, 3}, {25e6, 0}}, {}, {{14e6, 1}}};
+  const std::vector<int> clocks = {600, 900, 1200, 1500};
+  Schedule back;
+  std::string err;
+  ASSERT_TRUE(ScheduleFromPolicy(PolicyFromSchedule(s, clocks, 10), clocks, 3, 10, &back, &err)) << err;
+  ASSERT_EQ(back.size(), 3u);
+  for (size_t g = 0; g < 3; ++g) {
+    ASSERT_EQ(back[g].size(), s[g].size());
+    for (size_t i = 0; i < s[g].size(); ++i) {
+      EXPECT_NEAR(back[g][i].t_ns, s[g][i].t_ns, 1e-3);
+      EXPECT_EQ(back[g][i].clock, s[g][i].clock);
+    }
+  }
+  EXPECT_FALSE(ScheduleFromPolicy({{{0, {{0, 1000}}}}}, clocks, 3, 10, &back, &err));
+  EXPECT_NE(err.find("1000 MHz"), std::string::npos) << err;
+  EXPECT_FALSE(ScheduleFromPolicy({{{3, {{0, 900}}}}}, clocks, 3, 10, &back, &err));
+}
+
 TEST(Search, ReplicasShareAGroup) {
   // Compute kernels by rank: 0 runs {5}, 1 runs {5, 6}, 2 runs {5} (its 6 is a CPU call).
   Graph g;

@@ -10,6 +10,7 @@
 #include "cli/gpu_backend.h"
 #include "cli/gpus.h"
 #include "cli/optimize.h"
+#include "cli/predict.h"
 #include "cli/run.h"
 #include "cli/sim.h"
 #include "cli/trace.h"
@@ -196,7 +197,20 @@ int main(int argc, char** argv) {
   b->add_option("--json", bench.json, "write the rows as JSON");
   b->add_option("--md", bench.md, "write the table as markdown");
 
+  emo::PredictOptions pred;
+  CLI::App* pr = app.add_subcommand(
+      "predict",
+      "Predict a policy's iteration time and energy on a simulated workload with the pack model, without "
+      "running it");
+  pr->add_option("--workload", pred.workload, "workload spec JSON")->required();
+  pr->add_option("--policy", pred.policy, "frequency policy JSON (as emo optimize writes)")->required();
+  pr->add_option("--device", pred.device, "simulated device (default: the workload's)");
+  pr->add_option("--profile", pred.profile, "device profile JSON (default: the shipped one)");
+  pr->add_option("--dvfs-latency-ms", pred.dvfs_latency_ms, "time a clock command takes to land");
+  pr->add_flag("--json", pred.json, "print JSON");
+
   CLI11_PARSE(app, argc, argv);
+  if (pr->parsed()) return emo::RunPredict(pred);
   if (b->parsed()) {
     bench.progress = isatty(STDERR_FILENO) != 0;
     return emo::RunBench(bench);

@@ -35,7 +35,7 @@ int RunOptimize(const OptimizeOptions& opt) {
   const PackProfile& pp = pl.pp;
   Predictor& predictor = pl.predictor;
 
-  // 5. Search.
+  // The search, with measured checks of what it finds.
   SearchOptions so;
   so.budget = opt.budget;
   so.grid_ms = opt.grid_ms;

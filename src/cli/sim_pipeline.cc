@@ -70,7 +70,7 @@ bool BuildPipeline(const std::string& workload, const std::string& device, const
   if (!FindProfile(opt.profile, program.device, &out->profile, err)) return false;
   const DeviceProfile& profile = out->profile;
 
-  // 1. Trace at default clocks, reading each GPU's energy counter over the run.
+  // 1. Trace at default clocks, sampling each GPU's SM clock as NVML reports it.
   sim::EngineOptions eo;
   eo.iterations = opt.trace_iterations;
   eo.seed = opt.seed;
@@ -79,16 +79,12 @@ bool BuildPipeline(const std::string& workload, const std::string& device, const
   sim::Engine& engine = *out->engine;
   sim::SimGpuControl gpus(&engine);
   sim::SimHost host(&engine);
-  Meter meter(&gpus, -1);
   ClockSampler clocks(&gpus, 1.0);
-  host.Add(&meter);
   host.Add(&clocks);
-  meter.Open(0);
   if (!engine.Run(err)) {
     *err = workload + ": " + *err;
     return false;
   }
-  if (!meter.Close(engine.end_ns(), &out->traced, err)) return false;
   const Trace& trace = engine.trace();
 
   // 2. Graph and packs.

@@ -35,7 +35,6 @@ struct Pipeline {
   sim::Program program;
   DeviceProfile profile;
   std::unique_ptr<sim::Engine> engine;  // the traced run; its trace()
-  Measurement traced;                   // energy over the whole traced run, per GPU (counter steps and all)
   std::vector<double> default_power_w;  // per GPU, from a long run at default clocks
   Graph g;
   BuildReport report;

@@ -194,6 +194,26 @@ FrequencyPolicy PolicyFromSchedule(const Schedule& s, const std::vector<int>& cl
   return p;
 }
 
+bool ScheduleFromPolicy(const FrequencyPolicy& p, const std::vector<int>& clocks_mhz, int gpus, double dvfs_latency_ms,
+                        Schedule* out, std::string* err) {
+  *out = Schedule(gpus);
+  for (const FrequencyPolicy::Gpu& g : p.gpus) {
+    if (g.gpu < 0 || g.gpu >= gpus) {
+      *err = "the policy names GPU " + std::to_string(g.gpu) + ", the run has " + std::to_string(gpus);
+      return false;
+    }
+    for (const ClockChange& c : g.changes) {
+      const auto it = std::find(clocks_mhz.begin(), clocks_mhz.end(), c.mhz);
+      if (it == clocks_mhz.end()) {
+        *err = "GPU " + std::to_string(g.gpu) + ": " + std::to_string(c.mhz) + " MHz is not a profiled clock";
+        return false;
+      }
+      (*out)[g.gpu].push_back({(c.t_ms + dvfs_latency_ms) * 1e6, static_cast<int>(it - clocks_mhz.begin())});
+    }
+  }
+  return true;
+}
+
 std::vector<int> ReplicaGroups(const Graph& g, int gpus) {
   std::vector<std::vector<uint32_t>> seq(gpus);
   for (size_t v = 0; v < g.nodes(); ++v)

@@ -62,6 +62,11 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
 // The policy file's commands for a schedule: each landing issued dvfs_latency_ms earlier, in MHz.
 FrequencyPolicy PolicyFromSchedule(const Schedule& s, const std::vector<int>& clocks_mhz, double dvfs_latency_ms);
 
+// The inverse, for predicting a policy file: each command lands dvfs_latency_ms later; every clock
+// must be one of clocks_mhz and every GPU below `gpus`. False with *err naming the GPU and clock.
+bool ScheduleFromPolicy(const FrequencyPolicy& p, const std::vector<int>& clocks_mhz, int gpus, double dvfs_latency_ms,
+                        Schedule* out, std::string* err);
+
 // Policy groups: GPUs that ran the same sequence of compute kernels (by name) share a group
 // (tensor- and data-parallel replicas); the rest are groups of their own.
 std::vector<int> ReplicaGroups(const Graph& g, int gpus);

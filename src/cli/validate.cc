@@ -186,7 +186,6 @@ bool Validate(const ValidateOptions& opt, nlohmann::ordered_json* out, std::stri
     std::mt19937_64 rng(opt.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(i));
     const bool per_gpu = i % 2 == 1;
     FrequencyPolicy policy;
-    Schedule schedule(gpus);
     std::vector<int> shared;
     for (size_t k = 0; k < commands_ms.size(); ++k)
       shared.push_back(Nearest(allowed, low + Uniform(rng) * (high - low)));
@@ -196,10 +195,12 @@ bool Validate(const ValidateOptions& opt, nlohmann::ordered_json* out, std::stri
       for (size_t k = 0; k < commands_ms.size(); ++k) {
         const int mhz = per_gpu ? Nearest(allowed, low + Uniform(rng) * (high - low)) : shared[k];
         pg.changes.push_back({commands_ms[k], mhz});
-        schedule[g].push_back({(commands_ms[k] + opt.dvfs_latency_ms) * 1e6, profile.ClockIndex(mhz)});
       }
       policy.gpus.push_back(std::move(pg));
     }
+    // Predicted as applied: each command lands dvfs_latency_ms later.
+    Schedule schedule;
+    if (!ScheduleFromPolicy(policy, clocks, gpus, opt.dvfs_latency_ms, &schedule, err)) return false;
     PerIteration m;
     if (!measured(&policy, &m)) return false;
     randoms.push_back(Compare(predicted(schedule), m, pred0, meas0));

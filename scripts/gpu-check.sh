@@ -23,6 +23,15 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit -
 "$emo" gpus && pass "emo gpus" || fail "emo gpus"
 "$emo" gpus --json >"$out/gpus.json" || fail "emo gpus --json"
 
+# Calibration on the GPU: the 12 CUDA microbenchmarks at three clocks through NVML, with their
+# metric vectors from CUPTI range profiling, checked against the work the kernels were written to do.
+if timeout 300 "$emo" calibrate --device cuda:0 --clocks 3 -o "$out/profile.json" 2>"$out/calibrate.err"; then
+  python3 scripts/check_profile.py "$out/profile.json" && pass "calibration at three clocks" || fail "calibration at three clocks"
+else
+  cat "$out/calibrate.err"; fail "emo calibrate --device cuda:0"
+fi
+tail -3 "$out/calibrate.err"
+
 # A CUDA program with two streams and an event dependency, traced through CUPTI injection.
 if nvcc -O2 -arch=native -o "$out/two_streams" tests/gpu/two_streams.cu 2>"$out/nvcc.log"; then
   timeout 120 "$out/two_streams" 20 && pass "two_streams runs" || fail "two_streams runs"

@@ -188,6 +188,24 @@ fi
 EMO_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$emo" gpus >/dev/null 2>"$tmp/err"; rc=$?
 check "gpus without a driver exits 1" test $rc -eq 1
 check "gpus without a driver says so in one line" bash -c "grep -q 'is an NVIDIA driver installed' '$tmp/err' && test \$(wc -l <'$tmp/err') -eq 1"
+# emo calibrate --device cuda:N: bad names, GPUs NVML does not list, and no CUDA driver (the fake
+# NVML has none behind it) are each one clear error and exit 1, before any clock is locked.
+if [ -n "$fake_nvml" ]; then
+  "$emo" calibrate --device cuda:x -o "$tmp/cal.json" >/dev/null 2>"$tmp/err"
+  check "calibrate --device cuda:x is refused" bash -c "test $? -eq 1 && grep -q 'expected cuda:N' '$tmp/err'"
+  EMO_NVML_LIBRARY="$fake_nvml" "$emo" calibrate --device cuda:9 -o "$tmp/cal.json" >/dev/null 2>"$tmp/err"
+  check "calibrate --device cuda:9 names the missing GPU" bash -c "test $? -eq 1 && grep -q 'no GPU 9 (NVML lists 2)' '$tmp/err'"
+  CUDA_VISIBLE_DEVICES=1 EMO_NVML_LIBRARY="$fake_nvml" "$emo" calibrate --device cuda:0 -o "$tmp/cal.json" \
+    >/dev/null 2>"$tmp/err"
+  check "calibrate refuses CUDA_VISIBLE_DEVICES" bash -c "test $? -eq 1 && grep -q CUDA_VISIBLE_DEVICES '$tmp/err'"
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" calibrate --device cuda:0 -o "$tmp/cal.json" \
+    >/dev/null 2>"$tmp/err"
+  check "calibrate without a CUDA driver exits 1 naming the library" bash -c \
+    "test $? -eq 1 && grep -q 'libemo_cuda.so\|libcuda' '$tmp/err' && test \$(wc -l <'$tmp/err') -eq 1"
+  check "and locks no clock" bash -c "! grep -q '^lock' '$tmp/nvml.log' 2>/dev/null"
+  check "and writes no profile" test ! -e "$tmp/cal.json"
+fi
 ZEUSD_SOCK_PATH=/nonexistent/zeusd.sock "$emo" gpus --backend zeusd >/dev/null 2>"$tmp/err"; rc=$?
 check "gpus --backend zeusd without a daemon exits 1" test $rc -eq 1
 check "and names the missing socket in one line" bash -c "grep -q 'no socket at /nonexistent/zeusd.sock' '$tmp/err' && test \$(wc -l <'$tmp/err') -eq 1"

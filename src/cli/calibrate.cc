@@ -1,36 +1,121 @@
-// calibrate.cc — the `emo calibrate` command: hosts the simulator's microbenchmark device (the only
-// back end so far; a CUDA+NVML one would plug in as another BenchDevice) and runs the calibration.
+// calibrate.cc — the `emo calibrate` command: hosts a microbenchmark device (the simulator's, or
+// with --device cuda:N the CUDA one in libemo_cuda.so beside NVML) and runs the calibration.
 #include "cli/calibrate.h"
 
+#include <dlfcn.h>
 #include <fmt/core.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <memory>
 
+#include "apply/nvml_gpu_control.h"
+#include "apply/watchdog.h"
 #include "model/calibrate.h"
 #include "sim/device_spec.h"
 #include "sim/microbench.h"
 
 namespace emo {
+namespace {
+
+// $EMO_CUDA_LIBRARY, else libemo_cuda.so in the emo binary's directory.
+std::string CudaLibrary() {
+  const char* env = std::getenv("EMO_CUDA_LIBRARY");
+  if (env && *env) return env;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "libemo_cuda.so" : (exe.parent_path() / "libemo_cuda.so").string();
+}
+
+// What --device cuda:N needs alive while it calibrates: the watchdog (first: it forks), NVML, the
+// CUDA library and its device. Destroyed in reverse: the device, then NVML restores the clocks.
+struct CudaHost {
+  Watchdog watchdog;
+  std::unique_ptr<NvmlGpuControl> nvml;
+  void* library = nullptr;
+  std::unique_ptr<BenchDevice> device;
+  ~CudaHost() {
+    device.reset();
+    std::string err;
+    if (nvml && nvml->RestoreAll(&err)) watchdog.Done();
+    // The library stays loaded: the CUDA runtime inside it tears down at exit.
+  }
+};
+
+bool OpenCuda(const std::string& spec, CudaHost* host, std::string* err) {
+  char* end = nullptr;
+  const long index = std::strtol(spec.c_str() + 5, &end, 10);
+  if (spec.size() <= 5 || *end != '\0' || index < 0) {
+    *err = "--device " + spec + ": expected cuda:N (N the GPU's index as nvidia-smi lists it)";
+    return false;
+  }
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible && *visible) {
+    *err = std::string("CUDA_VISIBLE_DEVICES is set (") + visible +
+           "): cuda:N names nvidia-smi's GPU N, so run emo calibrate without it";
+    return false;
+  }
+  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);  // CUDA's device N is then NVML's GPU N
+  if (!host->watchdog.Start(err)) return false;
+  host->nvml = NvmlGpuControl::Open(err);
+  if (!host->nvml) return false;
+  if (index >= host->nvml->Count()) {
+    *err = "--device " + spec + ": no GPU " + std::to_string(index) + " (NVML lists " +
+           std::to_string(host->nvml->Count()) + ")";
+    return false;
+  }
+  host->nvml->Watch(&host->watchdog);
+  const std::string path = CudaLibrary();
+  host->library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!host->library) {
+    *err = std::string("loading the CUDA microbenchmarks: ") + dlerror() +
+           " (libemo_cuda.so needs the NVIDIA driver's libcuda.so.1 and CUPTI's libcupti.so; EMO_CUDA_LIBRARY "
+           "names another copy)";
+    return false;
+  }
+  using Open = BenchDevice* (*)(GpuControl*, int, std::string*);
+  const auto open = reinterpret_cast<Open>(dlsym(host->library, "EmoOpenCudaBenchDevice"));
+  if (!open) {
+    *err = path + ": no EmoOpenCudaBenchDevice";
+    return false;
+  }
+  host->device.reset(open(host->nvml.get(), static_cast<int>(index), err));
+  return host->device != nullptr;
+}
+
+}  // namespace
 
 int RunCalibrate(const CalibrateCliOptions& opt) {
-  if (opt.device.rfind("sim:", 0) != 0) {
+  std::unique_ptr<sim::SimBenchDevice> sim_device;
+  CudaHost cuda;
+  BenchDevice* device_ptr = nullptr;
+  std::string err;
+  if (opt.device.rfind("cuda:", 0) == 0) {
+    if (!OpenCuda(opt.device, &cuda, &err)) {
+      fmt::print(stderr, "emo calibrate: {}\n", err);
+      return 1;
+    }
+    device_ptr = cuda.device.get();
+  } else if (opt.device.rfind("sim:", 0) == 0) {
+    const sim::DeviceSpec* spec = sim::FindDevice(opt.device.substr(4));
+    if (!spec) {
+      std::string known;
+      for (const std::string& n : sim::DeviceNames()) known += " " + n;
+      fmt::print(stderr, "emo calibrate: unknown device '{}' (known:{})\n", opt.device, known);
+      return 1;
+    }
+    sim_device = std::make_unique<sim::SimBenchDevice>(*spec, opt.seed);
+    device_ptr = sim_device.get();
+  } else {
     fmt::print(stderr,
-               "emo calibrate: --device {}: only simulated devices (sim:a100, sim:h100, sim:a40, sim:3080ti) "
-               "are supported so far\n",
+               "emo calibrate: --device {}: expected sim:NAME (sim:a100, sim:h100, sim:a40, sim:3080ti) "
+               "or cuda:N\n",
                opt.device);
     return 1;
   }
-  const sim::DeviceSpec* spec = sim::FindDevice(opt.device.substr(4));
-  if (!spec) {
-    std::string known;
-    for (const std::string& n : sim::DeviceNames()) known += " " + n;
-    fmt::print(stderr, "emo calibrate: unknown device '{}' (known:{})\n", opt.device, known);
-    return 1;
-  }
-  sim::SimBenchDevice device(*spec, opt.seed);
-  std::string err;
+  BenchDevice& device = *device_ptr;
   CalibrateOptions co;
   if (!ParseClocks(opt.clocks, device.SupportedClocks(), &co.clocks_mhz, &err)) {
     fmt::print(stderr, "emo calibrate: {}\n", err);

@@ -100,7 +100,9 @@ int main(int argc, char** argv) {
   CLI::App* c = app.add_subcommand("calibrate",
                                    "Run the 12 microbenchmarks at a spread of SM clocks through the device "
                                    "interface and write the device profile the pack model needs");
-  c->add_option("--device", cal.device, "sim:a100, sim:h100, sim:a40 or sim:3080ti");
+  c->add_option(
+      "--device", cal.device,
+      "sim:a100, sim:h100, sim:a40, sim:3080ti, or cuda:N (GPU N through CUDA and NVML; needs root to lock clocks)");
   c->add_option("-o,--output", cal.out, "profile JSON to write (an unfinished run is continued from OUT.partial)")
       ->required();
   c->add_option("--clocks", cal.clocks,

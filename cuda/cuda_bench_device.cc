@@ -8,11 +8,6 @@
 // their own while this one enqueues the launches.
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include <cupti.h>
-#include <cupti_profiler_host.h>
-#include <cupti_profiler_target.h>
-#include <cupti_range_profiler.h>
-#include <cupti_target.h>
 
 #include <atomic>
 #include <chrono>
@@ -23,6 +18,7 @@
 
 #include "device/microbench.h"
 #include "microbench_kernels.h"
+#include "range_profiler.h"
 
 namespace emo::cuda {
 namespace {
@@ -34,14 +30,6 @@ double NowNs() {
 bool CudaOk(cudaError_t rc, const char* what, std::string* err) {
   if (rc == cudaSuccess) return true;
   *err = std::string(what) + ": " + cudaGetErrorString(rc);
-  return false;
-}
-
-bool CuptiOk(CUptiResult rc, const char* what, std::string* err) {
-  if (rc == CUPTI_SUCCESS) return true;
-  const char* text = nullptr;
-  cuptiGetResultString(rc, &text);
-  *err = std::string("CUPTI ") + what + ": " + (text ? text : "error " + std::to_string(rc));
   return false;
 }
 
@@ -70,29 +58,6 @@ class OneGpu : public GpuControl {
  private:
   GpuControl& all_;
   int at_;
-};
-
-// The CUPTI metrics behind EMO's metric vector: metric m is the sum of its names that the chip has
-// (the tensor pipe counts mma.sync HMMA and IMMA, and Hopper's warpgroup GMMA).
-struct CuptiMetric {
-  Metric m;
-  const char* name;
-  bool optional;  // dropped where the chip lacks it
-};
-const CuptiMetric kCuptiMetrics[] = {
-    {kSmCyclesActive, "sm__cycles_active.sum", false},
-    {kWarpsPerActiveCycle, "sm__warps_active.avg.per_cycle_active", false},
-    {kDramReadBytes, "dram__bytes_read.sum", false},
-    {kDramWriteBytes, "dram__bytes_write.sum", false},
-    {kL1Bytes, "l1tex__t_bytes.sum", false},
-    {kL2Bytes, "lts__t_bytes.sum", false},
-    {kInstAlu, "smsp__inst_executed_pipe_alu.sum", false},
-    {kInstFma, "smsp__inst_executed_pipe_fma.sum", false},
-    {kInstFp64, "smsp__inst_executed_pipe_fp64.sum", false},
-    {kInstLsu, "smsp__inst_executed_pipe_lsu.sum", false},
-    {kInstTensor, "sm__inst_executed_pipe_tensor_op_hmma.sum", false},
-    {kInstTensor, "sm__inst_executed_pipe_tensor_op_imma.sum", true},
-    {kInstTensor, "sm__inst_executed_pipe_tensor_op_gmma.sum", true},
 };
 
 class CudaBenchDevice : public BenchDevice {
@@ -170,7 +135,14 @@ class CudaBenchDevice : public BenchDevice {
         *err = "range profiling takes disjoint ascending launch ranges on GPU 0 within the launches";
         return false;
       }
-    if (!Allocate(b, &buf_, err) || !OpenProfiler(ranges.size(), err)) return false;
+    if (!Allocate(b, &buf_, err)) return false;
+    CUcontext ctx = nullptr;
+    if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) {
+      *err = "no current CUDA context";
+      return false;
+    }
+    RangeProfiler profiler;
+    if (!profiler.Open(ctx, index_, CUPTI_UserRange, CUPTI_UserReplay, ranges.size(), err)) return false;
     bool ok = true;
     std::vector<cudaEvent_t> events(2 * ranges.size(), nullptr);
     for (cudaEvent_t& e : events) ok = ok && CudaOk(cudaEventCreate(&e), "cudaEventCreate", err);
@@ -178,34 +150,24 @@ class CudaBenchDevice : public BenchDevice {
     double mhz = 0;
     int64_t passes = 0;
     for (bool all_submitted = false; ok && !all_submitted; ++passes) {
-      CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-      start.pRangeProfilerObject = profiler_;
-      ok = CuptiOk(cuptiRangeProfilerStart(&start), "range profiler start", err);
+      ok = profiler.Start(err);
       size_t r = 0;
       for (int i = 0; ok && i < launches; ++i) {
         if (r < ranges.size() && i == ranges[r].first) {
-          CUpti_RangeProfiler_PushRange_Params push{CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
-          push.pRangeProfilerObject = profiler_;
           const std::string name = "range" + std::to_string(r);
-          push.pRangeName = name.c_str();
-          ok = CuptiOk(cuptiRangeProfilerPushRange(&push), "push range", err);
+          ok = profiler.Push(name.c_str(), err);
           cudaEventRecord(events[2 * r], stream_);
         }
         Launch(b, sms_, buf_, stream_);
         if (r < ranges.size() && i == ranges[r].last) {
           cudaEventRecord(events[2 * r + 1], stream_);
-          CUpti_RangeProfiler_PopRange_Params pop{CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
-          pop.pRangeProfilerObject = profiler_;
-          ok = ok && CuptiOk(cuptiRangeProfilerPopRange(&pop), "pop range", err);
+          ok = ok && profiler.Pop(err);
           ++r;
         }
       }
       ok = ok && CudaOk(cudaStreamSynchronize(stream_), MicrobenchName(b), err);
       if (ok && gpu_.ClockMhz(0)) mhz = *gpu_.ClockMhz(0);
-      CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-      stop.pRangeProfilerObject = profiler_;
-      ok = ok && CuptiOk(cuptiRangeProfilerStop(&stop), "range profiler stop", err);
-      all_submitted = stop.isAllPassSubmitted != 0;
+      ok = ok && profiler.Stop(&all_submitted, err);
       for (size_t k = 0; ok && k < ranges.size(); ++k) {  // the last pass's times are kept
         float ms = 0;
         ok = CudaOk(cudaEventElapsedTime(&ms, events[2 * k], events[2 * k + 1]), "cudaEventElapsedTime", err);
@@ -214,13 +176,21 @@ class CudaBenchDevice : public BenchDevice {
     }
     for (cudaEvent_t e : events)
       if (e) cudaEventDestroy(e);
-    ok = ok && Evaluate(ranges, time_ns, mhz, out, err);
+    ok = ok && profiler.Collect(out, err);
+    if (ok && out->size() != ranges.size()) {
+      *err = "range profiling returned " + std::to_string(out->size()) + " ranges for " + std::to_string(ranges.size());
+      ok = false;
+    }
+    for (size_t r = 0; ok && r < ranges.size(); ++r) {
+      (*out)[r].kernels = ranges[r].last - ranges[r].first + 1;
+      (*out)[r].time_ns = time_ns[r];
+      (*out)[r].sm_mhz = mhz;
+    }
     if (ok && cost) {
       cost->ranges += static_cast<int64_t>(ranges.size());
       cost->passes += passes * static_cast<int64_t>(ranges.size());
       for (const KernelRange& r : ranges) cost->kernels_profiled += passes * (r.last - r.first + 1);
     }
-    CloseProfiler();
     return ok;
   }
 
@@ -231,169 +201,11 @@ class CudaBenchDevice : public BenchDevice {
     return result;
   }
 
-  // Host object with the metrics this chip has; config image; range profiler on the context.
-  bool OpenProfiler(size_t max_ranges, std::string* err) {
-    CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
-    if (!CuptiOk(cuptiProfilerInitialize(&init), "profiler initialise", err)) return false;
-    CUcontext ctx = nullptr;
-    if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) {
-      *err = "no current CUDA context";
-      return false;
-    }
-    CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
-    chip.deviceIndex = static_cast<size_t>(index_);
-    if (!CuptiOk(cuptiDeviceGetChipName(&chip), "chip name", err)) return false;
-    CUpti_Profiler_GetCounterAvailability_Params avail{CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
-    avail.ctx = ctx;
-    if (!CuptiOk(cuptiProfilerGetCounterAvailability(&avail), "counter availability", err)) return false;
-    availability_.assign(avail.counterAvailabilityImageSize, 0);
-    avail.pCounterAvailabilityImage = availability_.data();
-    if (!CuptiOk(cuptiProfilerGetCounterAvailability(&avail), "counter availability", err)) return false;
-    // The metrics the chip has: required ones must all be there; optional ones are tried one by one.
-    names_.clear();
-    metric_of_.clear();
-    for (const CuptiMetric& c : kCuptiMetrics) {
-      std::vector<const char*> trial = names_;
-      trial.push_back(c.name);
-      std::string why;
-      if (!HostWithMetrics(chip.pChipName, trial, nullptr, &why)) {
-        if (c.optional) continue;
-        *err = std::string("metric ") + c.name + " on " + chip.pChipName + ": " + why;
-        return false;
-      }
-      names_.push_back(c.name);
-      metric_of_.push_back(c.m);
-    }
-    std::vector<uint8_t> config;
-    if (!HostWithMetrics(chip.pChipName, names_, &config, err)) return false;
-    CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
-    enable.ctx = ctx;
-    if (!CuptiOk(cuptiRangeProfilerEnable(&enable), "range profiler enable", err)) return false;
-    profiler_ = enable.pRangeProfilerObject;
-    CUpti_RangeProfiler_GetCounterDataSize_Params size{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-    size.pRangeProfilerObject = profiler_;
-    size.pMetricNames = names_.data();
-    size.numMetrics = names_.size();
-    size.maxNumOfRanges = max_ranges;
-    size.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges);
-    if (!CuptiOk(cuptiRangeProfilerGetCounterDataSize(&size), "counter data size", err)) return false;
-    counter_data_.assign(size.counterDataSize, 0);
-    CUpti_RangeProfiler_CounterDataImage_Initialize_Params image{
-        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-    image.pRangeProfilerObject = profiler_;
-    image.pCounterData = counter_data_.data();
-    image.counterDataSize = counter_data_.size();
-    if (!CuptiOk(cuptiRangeProfilerCounterDataImageInitialize(&image), "counter data image", err)) return false;
-    config_ = std::move(config);
-    CUpti_RangeProfiler_SetConfig_Params set{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-    set.pRangeProfilerObject = profiler_;
-    set.pConfig = config_.data();
-    set.configSize = config_.size();
-    set.pCounterDataImage = counter_data_.data();
-    set.counterDataImageSize = counter_data_.size();
-    set.range = CUPTI_UserRange;
-    set.replayMode = CUPTI_UserReplay;
-    set.maxRangesPerPass = max_ranges;
-    set.numNestingLevels = 1;
-    set.minNestingLevel = 1;
-    set.passIndex = 0;
-    set.targetNestingLevel = 1;
-    return CuptiOk(cuptiRangeProfilerSetConfig(&set), "range profiler config", err);
-  }
-
-  // A host object for `chip` holding `metrics` (kept in host_), and its config image when asked.
-  bool HostWithMetrics(const char* chip, std::vector<const char*> metrics, std::vector<uint8_t>* config,
-                       std::string* err) {
-    DestroyHost();
-    CUpti_Profiler_Host_Initialize_Params init{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-    init.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-    init.pChipName = chip;
-    init.pCounterAvailabilityImage = availability_.data();
-    if (!CuptiOk(cuptiProfilerHostInitialize(&init), "host initialise", err)) return false;
-    host_ = init.pHostObject;
-    if (metrics.empty()) return true;
-    CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-    add.pHostObject = host_;
-    add.ppMetricNames = metrics.data();
-    add.numMetrics = metrics.size();
-    if (!CuptiOk(cuptiProfilerHostConfigAddMetrics(&add), "add metrics", err)) return false;
-    if (!config) return true;
-    CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-    size.pHostObject = host_;
-    if (!CuptiOk(cuptiProfilerHostGetConfigImageSize(&size), "config image size", err)) return false;
-    config->assign(size.configImageSize, 0);
-    CUpti_Profiler_Host_GetConfigImage_Params image{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-    image.pHostObject = host_;
-    image.pConfigImage = config->data();
-    image.configImageSize = config->size();
-    return CuptiOk(cuptiProfilerHostGetConfigImage(&image), "config image", err);
-  }
-
-  bool Evaluate(const std::vector<KernelRange>& ranges, const std::vector<double>& time_ns, double mhz,
-                std::vector<PackMetrics>* out, std::string* err) {
-    CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
-    decode.pRangeProfilerObject = profiler_;
-    if (!CuptiOk(cuptiRangeProfilerDecodeData(&decode), "decode", err)) return false;
-    CUpti_RangeProfiler_GetCounterDataInfo_Params info{CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
-    info.pCounterDataImage = counter_data_.data();
-    info.counterDataImageSize = counter_data_.size();
-    if (!CuptiOk(cuptiRangeProfilerGetCounterDataInfo(&info), "counter data info", err)) return false;
-    if (info.numTotalRanges != ranges.size() || decode.numOfRangeDropped != 0) {
-      *err = "range profiling returned " + std::to_string(info.numTotalRanges) + " ranges (" +
-             std::to_string(decode.numOfRangeDropped) + " dropped) for " + std::to_string(ranges.size());
-      return false;
-    }
-    out->assign(ranges.size(), {});
-    std::vector<double> values(names_.size(), 0);
-    for (size_t r = 0; r < ranges.size(); ++r) {
-      CUpti_Profiler_Host_EvaluateToGpuValues_Params eval{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-      eval.pHostObject = host_;
-      eval.pCounterDataImage = counter_data_.data();
-      eval.counterDataImageSize = counter_data_.size();
-      eval.ppMetricNames = names_.data();
-      eval.numMetrics = names_.size();
-      eval.rangeIndex = r;
-      eval.pMetricValues = values.data();
-      if (!CuptiOk(cuptiProfilerHostEvaluateToGpuValues(&eval), "evaluate", err)) return false;
-      PackMetrics& p = (*out)[r];
-      for (size_t k = 0; k < names_.size(); ++k) p.v[metric_of_[k]] += values[k];
-      p.kernels = ranges[r].last - ranges[r].first + 1;
-      p.time_ns = time_ns[r];
-      p.sm_mhz = mhz;
-    }
-    return true;
-  }
-
-  void DestroyHost() {
-    if (!host_) return;
-    CUpti_Profiler_Host_Deinitialize_Params done{CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
-    done.pHostObject = host_;
-    cuptiProfilerHostDeinitialize(&done);
-    host_ = nullptr;
-  }
-
-  void CloseProfiler() {
-    if (profiler_) {
-      CUpti_RangeProfiler_Disable_Params disable{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
-      disable.pRangeProfilerObject = profiler_;
-      cuptiRangeProfilerDisable(&disable);
-      profiler_ = nullptr;
-    }
-    DestroyHost();
-    CUpti_Profiler_DeInitialize_Params deinit{CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
-    cuptiProfilerDeInitialize(&deinit);
-  }
-
   OneGpu gpu_;
   int index_;
   int sms_ = 0;
   cudaStream_t stream_ = nullptr;
   BenchBuffers buf_;
-  CUpti_Profiler_Host_Object* host_ = nullptr;
-  CUpti_RangeProfiler_Object* profiler_ = nullptr;
-  std::vector<uint8_t> availability_, config_, counter_data_;
-  std::vector<const char*> names_;
-  std::vector<Metric> metric_of_;
 };
 
 }  // namespace

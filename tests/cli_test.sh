@@ -268,4 +268,38 @@ check "missing file exits 1" test $rc -eq 1
 "$emo" analyze >/dev/null 2>&1; rc=$?
 check "missing argument exits non-zero" test $rc -ne 0
 
+# emo profile: the ranges of the unique packs go to the command through $EMO_PROFILE_RANGES and its
+# results come back from $EMO_PROFILE_OUT. A stand-in for the injected profiler (a script that
+# orders the trace's kernels by correlation itself, and "measures" 1000·(first+1) DRAM bytes for
+# each range) checks the plumbing; a wrong kernel name at a range's start is an error.
+trace_es="$traces/HolisticTraceAnalysis/critical_path/cuda_event_sync/event_sync_trace.json.gz"
+if [ -f "$trace_es" ] && ! "$emo" profile --trace "$trace_es" -o "$tmp/m.json" -- true 2>&1 | grep -q "without CUDA"; then
+  cat >"$tmp/fake_profiler.py" <<'PY'
+import gzip, json, os, sys
+ranges = json.load(open(os.environ["EMO_PROFILE_RANGES"]))["ranges"]
+ev = json.load(gzip.open(sys.argv[1]))["traceEvents"]
+names = [e["name"] for e in sorted((e for e in ev if e.get("cat") == "kernel"), key=lambda e: e["args"]["correlation"])]
+keys = ["sm_cycles_active", "warps_per_active_cycle", "dram_read_bytes", "dram_write_bytes", "l1_bytes", "l2_bytes",
+        "inst_alu", "inst_fma", "inst_fp64", "inst_lsu", "inst_tensor"]
+out = {"gpu": 0, "kernels_seen": len(names), "error": "", "ranges": []}
+for r in ranges:
+    m = {k: 0.0 for k in keys}
+    m["dram_read_bytes"] = 1000.0 * (r["first"] + 1)
+    name = sys.argv[2] if len(sys.argv) > 2 else names[r["first"]]
+    out["ranges"].append(dict(r, kernels=r["last"] - r["first"] + 1, first_kernel=name, metrics=m))
+json.dump(out, open(os.path.join(os.environ["EMO_PROFILE_OUT"], "profile-pid1.json"), "w"))
+PY
+  "$emo" profile --trace "$trace_es" -o "$tmp/m.json" -- python3 "$tmp/fake_profiler.py" "$trace_es" >/dev/null 2>"$tmp/err"
+  check "profile hands the ranges over and reads the results back" bash -c "test $? -eq 0 && python3 -c \"
+import json, sys
+m = json.load(open('$tmp/m.json'))
+dram = sorted(p['metrics']['dram_read_bytes'] for p in m['packs'])
+sys.exit(0 if m['first_kernel_mismatches'] == 0 and m['kernels_profiled'] == 4 and dram == [1000, 2000, 3000, 4000] else 1)\""
+  "$emo" profile --trace "$trace_es" -o "$tmp/m2.json" -- python3 "$tmp/fake_profiler.py" "$trace_es" other_kernel \
+    >/dev/null 2>"$tmp/err"
+  check "profile fails when the rerun launched other kernels" bash -c "test $? -eq 1 && grep -q 'began at other_kernel' '$tmp/err'"
+  "$emo" profile --trace "$trace_es" -o "$tmp/m3.json" -- true >/dev/null 2>"$tmp/err"
+  check "profile of a command without CUDA says so" bash -c "test $? -eq 1 && grep -q 'wrote no profile results' '$tmp/err'"
+fi
+
 exit $fail

@@ -13,21 +13,13 @@
 
 #include "apply/nvml_gpu_control.h"
 #include "apply/watchdog.h"
+#include "cli/child.h"
 #include "model/calibrate.h"
 #include "sim/device_spec.h"
 #include "sim/microbench.h"
 
 namespace emo {
 namespace {
-
-// $EMO_CUDA_LIBRARY, else libemo_cuda.so in the emo binary's directory.
-std::string CudaLibrary() {
-  const char* env = std::getenv("EMO_CUDA_LIBRARY");
-  if (env && *env) return env;
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "libemo_cuda.so" : (exe.parent_path() / "libemo_cuda.so").string();
-}
 
 // What --device cuda:N needs alive while it calibrates: the watchdog (first: it forks), NVML, the
 // CUDA library and its device. Destroyed in reverse: the device, then NVML restores the clocks.
@@ -67,7 +59,7 @@ bool OpenCuda(const std::string& spec, CudaHost* host, std::string* err) {
     return false;
   }
   host->nvml->Watch(&host->watchdog);
-  const std::string path = CudaLibrary();
+  const std::string path = LibraryBesideEmo("EMO_CUDA_LIBRARY", "libemo_cuda.so");
   host->library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!host->library) {
     *err = std::string("loading the CUDA microbenchmarks: ") + dlerror() +

@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 extern char** environ;
 
@@ -54,6 +56,14 @@ bool RunChild(const std::vector<std::string>& command, int* exit_code, std::stri
   }
   *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
   return true;
+}
+
+std::string LibraryBesideEmo(const char* env, const char* name) {
+  const char* value = std::getenv(env);
+  if (value && *value) return value;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? name : (exe.parent_path() / name).string();
 }
 
 }  // namespace emo

@@ -25,4 +25,7 @@ class SignalGuard {
 // it could not start; otherwise *exit_code is its exit status (128 + the signal that ended it).
 bool RunChild(const std::vector<std::string>& command, int* exit_code, std::string* err);
 
+// A library EMO ships beside its binary: $`env` when set, else `name` in the emo binary's directory.
+std::string LibraryBesideEmo(const char* env, const char* name);
+
 }  // namespace emo

@@ -11,6 +11,7 @@
 #include "cli/gpus.h"
 #include "cli/optimize.h"
 #include "cli/predict.h"
+#include "cli/profile.h"
 #include "cli/run.h"
 #include "cli/sim.h"
 #include "cli/trace.h"
@@ -95,6 +96,17 @@ int main(int argc, char** argv) {
   t->add_option("-o,--output", trace.out_dir, "directory for the traces (emo-trace-rank<R>.json or -pid<P>.json)")
       ->required();
   t->add_option("command", trace.command, "the command, after --");
+
+  emo::ProfileOptions prof;
+  CLI::App* prof_cmd = app.add_subcommand("profile",
+                                          "Profile the unique packs of a traced CUDA program: run it again under CUPTI "
+                                          "range profiling and write each pack's metric vector");
+  prof_cmd->add_option("--trace", prof.traces, "the trace(s) of the same command (files or directories; repeatable)")
+      ->required();
+  prof_cmd->add_option("-o,--output", prof.out, "metrics JSON to write (the raw per-process results go to OUT.d/)")
+      ->required();
+  prof_cmd->add_option("--pack-ms", prof.pack_ms, "largest pack span in ms, as for emo analyze");
+  prof_cmd->add_option("command", prof.command, "the command, after --");
 
   emo::CalibrateCliOptions cal;
   CLI::App* c = app.add_subcommand("calibrate",
@@ -236,6 +248,7 @@ int main(int argc, char** argv) {
   }
   if (r->parsed()) return emo::RunCommand(run);
   if (t->parsed()) return emo::RunTrace(trace);
+  if (prof_cmd->parsed()) return emo::RunProfile(prof);
   if (gt->parsed()) {
     gtrain.command = "emo";
     for (int i = 1; i < argc; ++i) gtrain.command += std::string(" ") + argv[i];

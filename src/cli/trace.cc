@@ -17,20 +17,7 @@
 
 namespace emo {
 #ifdef EMO_HAVE_CUPTI
-namespace {
-
 namespace fs = std::filesystem;
-
-// $EMO_INJECT_LIBRARY, else libemo_inject.so in the emo binary's directory.
-std::string InjectLibrary() {
-  const char* env = std::getenv("EMO_INJECT_LIBRARY");
-  if (env && *env) return env;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "libemo_inject.so" : (exe.parent_path() / "libemo_inject.so").string();
-}
-
-}  // namespace
 #endif
 
 int RunTrace(const TraceOptions& opt) {
@@ -44,7 +31,7 @@ int RunTrace(const TraceOptions& opt) {
     return 1;
   }
   std::error_code ec;
-  const std::string library = InjectLibrary();
+  const std::string library = LibraryBesideEmo("EMO_INJECT_LIBRARY", "libemo_inject.so");
   if (!fs::is_regular_file(library, ec)) {
     fmt::print(stderr, "emo trace: injection library {} not found (set EMO_INJECT_LIBRARY)\n", library);
     return 1;

@@ -3,7 +3,8 @@
 // records, converts each completed buffer at once (CuptiRecordConverter; no raw buffers are kept)
 // and at exit writes one Kineto JSON file to $EMO_TRACE_DIR: emo-trace-rank<R>.json, R from RANK,
 // OMPI_COMM_WORLD_RANK or SLURM_PROCID, else emo-trace-pid<P>.json. Errors go to stderr as one
-// line each and never stop the traced program.
+// line each and never stop the traced program. With $EMO_PROFILE_RANGES set it profiles kernel
+// ranges instead of tracing (pack_profiler.h).
 #include <cupti.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "inject/pack_profiler.h"
 #include "trace/cupti_records.h"
 #include "trace/kineto_writer.h"
 
@@ -123,7 +125,13 @@ void PointNvtxAtCupti() {
 // Called by the CUDA driver when CUDA_INJECTION64_PATH names this library. Returns 1 (success)
 // even when CUPTI cannot be set up, so that the program runs untraced rather than not at all.
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
-  if (g_state) return 1;
+  static bool initialized = false;
+  if (initialized) return 1;
+  initialized = true;
+  if (const char* ranges = std::getenv("EMO_PROFILE_RANGES"); ranges && *ranges) {  // `emo profile`
+    emo::StartPackProfiler(ranges, RankFromEnv());
+    return 1;
+  }
   g_state = new State;
   g_state->trace.ranks.emplace_back();
   g_state->converter = new emo::CuptiRecordConverter(&g_state->trace, 0, NameFromCupti);

@@ -8,22 +8,28 @@
 
 namespace emo {
 
+std::vector<std::vector<uint32_t>> ComputeKernelsInLaunchOrder(const Trace& trace) {
+  std::vector<std::vector<uint32_t>> order(trace.ranks.size());
+  for (size_t r = 0; r < trace.ranks.size(); ++r) {
+    const std::vector<GpuOp>& ops = trace.ranks[r].ops;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].kind == GpuOpKind::kKernel && !ops[i].is_comm) order[r].push_back(static_cast<uint32_t>(i));
+    std::stable_sort(order[r].begin(), order[r].end(),
+                     [&](uint32_t a, uint32_t b) { return ops[a].correlation < ops[b].correlation; });
+  }
+  return order;
+}
+
 bool ProfilePacks(const Trace& trace, const Graph& g, const Packing& packing, MetricSource& source, PackProfile* out,
                   std::string* err) {
   *out = PackProfile();
-  // Launch ordinal of every compute kernel, per rank: its index among the rank's compute kernels
-  // in correlation order.
+  // Launch ordinal of every compute kernel, per rank.
   std::vector<std::vector<int64_t>> ordinal(trace.ranks.size());
+  const std::vector<std::vector<uint32_t>> order = ComputeKernelsInLaunchOrder(trace);
   for (size_t r = 0; r < trace.ranks.size(); ++r) {
-    const std::vector<GpuOp>& ops = trace.ranks[r].ops;
-    std::vector<uint32_t> k;
-    for (size_t i = 0; i < ops.size(); ++i)
-      if (ops[i].kind == GpuOpKind::kKernel && !ops[i].is_comm) k.push_back(static_cast<uint32_t>(i));
-    std::stable_sort(k.begin(), k.end(),
-                     [&](uint32_t a, uint32_t b) { return ops[a].correlation < ops[b].correlation; });
-    ordinal[r].assign(ops.size(), -1);
-    for (size_t i = 0; i < k.size(); ++i) ordinal[r][k[i]] = static_cast<int64_t>(i);
-    out->kernels_in_run += static_cast<int64_t>(k.size());
+    ordinal[r].assign(trace.ranks[r].ops.size(), -1);
+    for (size_t i = 0; i < order[r].size(); ++i) ordinal[r][order[r][i]] = static_cast<int64_t>(i);
+    out->kernels_in_run += static_cast<int64_t>(order[r].size());
   }
 
   std::vector<KernelRange> ranges;

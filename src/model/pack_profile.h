@@ -27,6 +27,10 @@ struct PackProfile {
   int64_t kernels_in_run = 0;  // compute kernels of the traced run: what per-kernel profiling would profile
 };
 
+// Each rank's compute kernels (indices into its ops, NCCL's left out) in launch (correlation)
+// order: a kernel's position here is its launch ordinal.
+std::vector<std::vector<uint32_t>> ComputeKernelsInLaunchOrder(const Trace& trace);
+
 // Profiles every unique pack's first occurrence. False with *err when a pack's kernels cannot be
 // found in launch order or the source failed.
 bool ProfilePacks(const Trace& trace, const Graph& g, const Packing& packing, MetricSource& source, PackProfile* out,

@@ -85,7 +85,8 @@ int64_t StepOf(std::string_view name, int64_t next_emo_step) {
   return ec == std::errc() && p == name.data() + name.size() && step >= 0 ? step : -1;
 }
 
-// Kernel names as Kineto shows them: demangled when they are mangled C++ names.
+}  // namespace
+
 std::string KernelName(const char* name) {
   if (!name) return "kernel";
   if (std::strncmp(name, "_Z", 2) != 0) return name;
@@ -96,7 +97,9 @@ std::string KernelName(const char* name) {
   return out;
 }
 
-}  // namespace
+bool IsCommKernelName(const std::string& n) {
+  return n.starts_with("nccl") || n.starts_with("rccl") || n.starts_with("void nccl");
+}
 
 std::string BuiltinCallbackName(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
@@ -254,8 +257,7 @@ void CuptiRecordConverter::AddOp(int64_t start, int64_t end, int64_t correlation
   o.kind = kind;
   o.bytes = bytes;
   const std::string& n = trace_->names.Get(name);
-  o.is_comm =
-      kind == GpuOpKind::kKernel && (n.starts_with("nccl") || n.starts_with("rccl") || n.starts_with("void nccl"));
+  o.is_comm = kind == GpuOpKind::kKernel && IsCommKernelName(n);
   rank().ops.push_back(o);
 }
 

@@ -35,6 +35,11 @@ using CallbackNamer = std::string (*)(CUpti_CallbackDomain domain, CUpti_Callbac
 // The built-in table; "" for callback ids it does not know.
 std::string BuiltinCallbackName(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 
+// A kernel's name as Kineto shows it: demangled when it is a mangled C++ name.
+std::string KernelName(const char* name);
+// NCCL's (and RCCL's) kernels, which EMO treats as communication, not compute.
+bool IsCommKernelName(const std::string& name);
+
 class CuptiRecordConverter {
  public:
   // Appends to trace->ranks[rank_index]; pid is the traced process (CPU threads' pid).

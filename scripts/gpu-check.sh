@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-check.sh — EMO's real-GPU paths on a machine with an NVIDIA GPU: the NVML back end (emo gpus),
-# CUPTI tracing of an unmodified CUDA program and of a small PyTorch job (emo trace) and the replay
-# of those traces (emo analyze), clock locking through a policy and the clocks' reset afterwards,
+# calibration (emo calibrate --device cuda:0), CUPTI tracing of an unmodified CUDA program and of a
+# small PyTorch job (emo trace), the replay of those traces (emo analyze), their packs' counters
+# (emo profile), clock locking through a policy and the clocks' reset afterwards,
 # and GEEPAFS on real telemetry (emo run). Every step prints PASS, FAIL or SKIP and why.
 # Usage: scripts/gpu-check.sh [BIN_DIR] [OUT_DIR]   (BIN_DIR holds emo and libemo_inject.so;
 # it is built there with CMake when missing). Results for docs/hardware.md are in OUT_DIR.
@@ -47,6 +48,32 @@ sys.exit(0 if abs(a["replay_error"]) < 0.03 else 1)
 PY
     else
       fail "emo analyze of the CUDA trace"
+    fi
+    # The pack profiler: the same program again under CUPTI range profiling of its unique packs
+    # (one Fma kernel, one Scale kernel), checked against the work the kernels do.
+    if timeout 180 "$emo" profile --trace "$out/trace-cuda" -o "$out/profile-cuda.json" -- "$out/two_streams" 20 \
+        2>"$out/profile-cuda.err"; then
+      cat "$out/profile-cuda.err"
+      python3 - "$out/profile-cuda.json" <<'PY' && pass "emo profile of two_streams" || fail "emo profile of two_streams"
+import json, sys
+m = json.load(open(sys.argv[1]))
+n = 1 << 24
+ok = m["first_kernel_mismatches"] == 0 and len(m["packs"]) == 2
+for p in m["packs"]:
+    name, v = p["first_kernel"], p["metrics"]
+    print(name, {k: f"{x:.4g}" for k, x in v.items() if x})
+    if name.startswith("Fma"):  # one FFMA per round, 2000 rounds, one thread per element
+        want = n / 32 * 2000
+        print(f"  Fma inst_fma {v['inst_fma']:.4g}, designed {want:.4g} (x{v['inst_fma'] / want:.3f})")
+        ok &= 0.95 < v["inst_fma"] / want < 1.1
+    if name.startswith("Scale"):  # 64 MiB loaded and 64 MiB stored through L2
+        want = 2 * 4 * n
+        print(f"  Scale l2_bytes {v['l2_bytes']:.4g}, designed {want:.4g} (x{v['l2_bytes'] / want:.3f})")
+        ok &= 0.9 < v["l2_bytes"] / want < 1.3
+sys.exit(0 if ok else 1)
+PY
+    else
+      cat "$out/profile-cuda.err"; fail "emo profile of two_streams"
     fi
   else
     fail "emo trace of two_streams"
@@ -97,6 +124,14 @@ if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
     pass "PyTorch job traced and analysed"
   else
     fail "PyTorch job traced and analysed"
+  fi
+  if timeout 240 "$emo" profile --trace "$out/trace-torch" -o "$out/profile-torch.json" -- \
+      python3 tests/gpu/train_small.py 10 2>"$out/profile-torch.err"; then
+    tail -3 "$out/profile-torch.err"
+    python3 -c "import json; m=json.load(open('$out/profile-torch.json')); print(len(m['packs']), 'packs,', m['kernels_profiled'], 'of', m['kernels_in_run'], 'kernels profiled,', m['first_kernel_mismatches'], 'mismatches')"
+    pass "emo profile of the PyTorch job"
+  else
+    tail -5 "$out/profile-torch.err"; fail "emo profile of the PyTorch job"
   fi
   timeout 180 "$emo" run --controller geepafs --measure "$out/run-geepafs.json" -- python3 tests/gpu/train_small.py 300 &&
     pass "emo run --controller geepafs" || fail "emo run --controller geepafs"

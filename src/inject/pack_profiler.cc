@@ -96,20 +96,23 @@ void OnLaunch(Profiler& p, const CUpti_CallbackData* data) {
     if (IsCommKernelName(name)) return;
     std::lock_guard<std::mutex> lock(p.mu);
     if (p.inside || p.next >= p.ranges.size() || p.ordinal != p.ranges[p.next].first) return;
+    // A launch's context is null where the runtime makes the context current inside the call (the
+    // first launch of a thread): it is then the context kernels ran on so far.
+    CUcontext ctx = data->context ? data->context : p.ctx;
     std::string err;
-    if (!p.ctx) {
+    if (!ctx) {
+      Fail(p, "a launch without a CUDA context");
+      return;
+    }
+    if (ctx != p.ctx) {  // the first range, or a range on another device's context
       uint32_t device = 0;
-      if (!cuda::CuptiOk(cuptiGetDeviceId(data->context, &device), "device of the context", &err) ||
-          !p.profiler.Open(data->context, static_cast<int>(device), CUPTI_AutoRange, CUPTI_KernelReplay,
-                           kKernelsPerCollection, &err)) {
+      if (!cuda::CuptiOk(cuptiGetDeviceId(ctx, &device), "device of the context", &err) ||
+          !p.profiler.Open(ctx, static_cast<int>(device), CUPTI_AutoRange, CUPTI_KernelReplay, kKernelsPerCollection,
+                           &err)) {
         Fail(p, err);
         return;
       }
-      p.ctx = data->context;
-    }
-    if (data->context != p.ctx) {
-      Fail(p, "kernels of one process on several CUDA contexts");
-      return;
+      p.ctx = ctx;
     }
     if (!p.profiler.Start(&err)) {
       Fail(p, err);

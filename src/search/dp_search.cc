@@ -160,7 +160,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   const int dc = predictor.default_clock();
   int best_static = dc;
   double best_static_j = predictor.base().energy_j;
-  for (int c : cand) {
+  for (int c = 0; c < predictor.clocks(); ++c) {  // every clock: one pass each, cheap next to the DP
     const Predictor::Result r = predictor.Run(
         ScheduleOf(points, std::vector<int>(points.size(), c), c, group, groups, dc, latency_ns, jitter_ns));
     ++out->evaluations;
@@ -176,6 +176,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   }
   out->schedule = ScheduleOf(points, best.clock, dc, group, groups, dc, latency_ns, 0);
   out->predicted = best.result;
+  out->best_static = best_static == dc ? -1 : best_static;
   out->points = static_cast<int>(points.size());
   out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return true;

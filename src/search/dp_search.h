@@ -50,6 +50,7 @@ struct SearchOptions {
 struct SearchResult {
   Schedule schedule;  // landings per GPU
   Predictor::Result predicted;
+  int best_static = -1;  // the single clock (index) of least predicted energy within the budget; -1: the default
   int points = 0;
   int64_t evaluations = 0;  // prediction passes run
   double seconds = 0;

@@ -14,11 +14,9 @@
 #include <tuple>
 
 #include "cli/child.h"
+#include "cli/model_pipeline.h"
 #include "device/range_file.h"
-#include "graph/builder.h"
-#include "graph/replay.h"
 #include "model/pack_profile.h"
-#include "pack/packer.h"
 #include "trace/load.h"
 
 namespace emo {
@@ -136,13 +134,13 @@ int RunProfile(const ProfileOptions& opt) {
   Trace trace;
   Graph g;
   BuildReport report;
+  Packing packing;
   std::string err;
   if (!ExpandTracePaths(opt.traces, &files, &err) || !LoadTraces(files, &trace, &err) ||
-      !BuildGraph(trace, &g, &report, &err)) {
+      !GraphAndPacks(trace, opt.pack_ms, &g, &report, &packing, &err)) {
     fmt::print(stderr, "emo profile: {}\n", err);
     return 1;
   }
-  const Packing packing = PackKernels(g, trace.names, ReplayMeasured(g), PackOptions{opt.pack_ms * 1e6});
   std::vector<std::vector<std::string>> names(trace.ranks.size());
   const std::vector<std::vector<uint32_t>> order = ComputeKernelsInLaunchOrder(trace);
   for (size_t r = 0; r < order.size(); ++r)
@@ -161,21 +159,8 @@ int RunProfile(const ProfileOptions& opt) {
   nlohmann::ordered_json j = {{"command", opt.command},
                               {"traces", files},
                               {"exit_code", source.exit_code()},
-                              {"kernels_in_run", pp.kernels_in_run},
-                              {"kernels_profiled", pp.cost.kernels_profiled},
-                              {"ranges", pp.cost.ranges},
                               {"first_kernel_mismatches", source.mismatches()}};
-  j["packs"] = nlohmann::json::array();
-  for (size_t i = 0; i < pp.packs.size(); ++i) {
-    const uint32_t p = pp.packs[i];
-    nlohmann::ordered_json m;
-    for (int k = 0; k < kMetrics; ++k) m[MetricName(static_cast<Metric>(k))] = pp.metrics[i].v[k];
-    j["packs"].push_back({{"pack", p},
-                          {"rank", packing.rank[p]},
-                          {"kernels", pp.metrics[i].kernels},
-                          {"first_kernel", trace.names.Get(g.name[packing.members[packing.member_begin[p]]])},
-                          {"metrics", m}});
-  }
+  j.update(PackMetricsJson(pp, packing, g, trace.names));
   std::ofstream f(opt.out);
   f << j.dump(1) << "\n";
   if (!f) {

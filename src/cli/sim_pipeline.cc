@@ -1,6 +1,8 @@
 // sim_pipeline.cc — EMO's pipeline on the simulated device, and measured runs.
 #include "cli/sim_pipeline.h"
 
+#include "cli/model_pipeline.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -89,11 +91,7 @@ bool BuildPipeline(const std::string& workload, const std::string& device, const
 
   // 2. Graph and packs.
   Graph& g = out->g;
-  if (!BuildGraph(trace, &g, &out->report, err)) return false;
-  const ReplayResult replay = ReplayMeasured(g);
-  PackOptions po;
-  po.max_ns = opt.pack_ms * 1e6;
-  out->packing = PackKernels(g, trace.names, replay, po);
+  if (!GraphAndPacks(trace, opt.pack_ms, &g, &out->report, &out->packing, err)) return false;
   const Packing& packing = out->packing;
 
   // 3. Pack profiling through the device's range profiler (another run of the job).
@@ -103,40 +101,25 @@ bool BuildPipeline(const std::string& workload, const std::string& device, const
   sim::SimMetricSource source(program, po_run);
   if (!ProfilePacks(trace, g, packing, source, &out->pp, err)) return false;
 
-  // 4. Model: per-pack time and energy at every profiled clock.
-  PackModel model(profile);
-  PredictorInput in;
-  // The clock each pack ran at: below the default where the power limit held it.
-  std::vector<std::vector<std::pair<double, double>>> samples = clocks.samples();
-  for (auto& gpu : samples)
+  // 4. Model: per-pack time and energy at every profiled clock, with the clock each pack ran at
+  // (below the default where the power limit held it), fitted to each GPU's average power at
+  // default clocks from a run long enough for the energy counter's steps not to matter
+  // (MeasureWindowIterations), over the span of the traced run (too short to read the counter).
+  DefaultRun run;
+  run.clock_samples = clocks.samples();
+  for (auto& gpu : run.clock_samples)
     for (auto& [t, mhz] : gpu) t -= static_cast<double>(g.origin_ns);
-  const std::vector<double> pack_mhz = PackClocks(packing, samples, profile.default_mhz);
-  if (!PackTimeEnergy(model, packing, out->pp, pack_mhz, &in.pack_time_s, &in.pack_energy_j, &out->tables, err))
-    return false;
-  in.graph = &g;
-  in.packing = &packing;
-  in.clocks_mhz = profile.clocks_mhz;
-  in.default_clock = profile.ClockIndex(profile.default_mhz);
-  in.idle_power_w = model.idle_power_w();
-  for (const Iteration& it : trace.ranks[0].iterations)
-    in.iteration_start_ns.push_back(static_cast<double>(it.start_ns - g.origin_ns));
-  // The energy the model is fitted to: each GPU's average power at default clocks, from a run long
-  // enough for the energy counter's steps not to matter (MeasureWindowIterations), over the span
-  // of the traced run. (The traced run itself is too short to read the counter from.)
-  const double iteration_ms = in.iteration_start_ns.size() >= 2
-                                  ? (in.iteration_start_ns.back() - in.iteration_start_ns.front()) / 1e6 /
-                                        static_cast<double>(in.iteration_start_ns.size() - 1)
-                                  : (engine.end_ns() - static_cast<double>(g.origin_ns)) / 1e6;
+  run.span_ns = engine.end_ns() - static_cast<double>(g.origin_ns);
+  const std::vector<Iteration>& its = trace.ranks[0].iterations;
+  const double iteration_ms = its.size() >= 2 ? static_cast<double>(its.back().start_ns - its.front().start_ns) / 1e6 /
+                                                    static_cast<double>(its.size() - 1)
+                                              : run.span_ns / 1e6;
   Measurement power;
   if (!MeasureRun(program, opt.seed + 1, MeasureWindowIterations(iteration_ms, 2), 1, nullptr, "", &power, err))
     return false;
-  out->default_power_w.clear();
-  for (double e : power.gpu_energy_j) {
-    out->default_power_w.push_back(e / power.window_s);
-    in.measured_energy_j.push_back(out->default_power_w.back() * (engine.end_ns() - static_cast<double>(g.origin_ns)) *
-                                   1e-9);
-  }
-  return out->predictor.Init(std::move(in), err);
+  for (double e : power.gpu_energy_j) run.power_w.push_back(e / power.window_s);
+  out->default_power_w = run.power_w;
+  return BuildPredictor(trace, g, packing, out->pp, profile, run, &out->predictor, &out->tables, err);
 }
 
 bool MeasureRun(const sim::Program& program, uint64_t seed, int iterations, int warmup, const FrequencyPolicy* policy,

@@ -1,0 +1,104 @@
+// model_pipeline.cc — graph, packs, pack metrics and the fitted prediction pass (model_pipeline.h).
+#include "cli/model_pipeline.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "graph/replay.h"
+#include "model/pack_model.h"
+#include "util/file.h"
+
+namespace emo {
+
+bool GraphAndPacks(const Trace& trace, double pack_ms, Graph* g, BuildReport* report, Packing* packing,
+                   std::string* err) {
+  if (!BuildGraph(trace, g, report, err)) return false;
+  PackOptions po;
+  po.max_ns = pack_ms * 1e6;
+  *packing = PackKernels(*g, trace.names, ReplayMeasured(*g), po);
+  return true;
+}
+
+bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, const PackProfile& pp,
+                    const DeviceProfile& profile, const DefaultRun& run, Predictor* predictor, PackTables* tables,
+                    std::string* err) {
+  PackModel model(profile);
+  PredictorInput in;
+  const std::vector<double> pack_mhz = PackClocks(packing, run.clock_samples, profile.default_mhz);
+  if (!PackTimeEnergy(model, packing, pp, pack_mhz, &in.pack_time_s, &in.pack_energy_j, tables, err)) return false;
+  in.graph = &g;
+  in.packing = &packing;
+  in.clocks_mhz = profile.clocks_mhz;
+  in.default_clock = profile.ClockIndex(profile.default_mhz);
+  in.idle_power_w = model.idle_power_w();
+  for (const Iteration& it : trace.ranks[0].iterations)
+    in.iteration_start_ns.push_back(static_cast<double>(it.start_ns - g.origin_ns));
+  // The traced span: given, or from the graph's origin to its last observed end.
+  double span_ns = run.span_ns;
+  if (span_ns <= 0)
+    for (size_t v = 0; v < g.nodes(); ++v) span_ns = std::max(span_ns, g.observed_end[v]);
+  if (run.power_w.size() != trace.ranks.size()) {
+    *err = "measured power for " + std::to_string(run.power_w.size()) + " GPUs, where the trace has " +
+           std::to_string(trace.ranks.size());
+    return false;
+  }
+  for (double w : run.power_w) in.measured_energy_j.push_back(w * span_ns * 1e-9);
+  return predictor->Init(std::move(in), err);
+}
+
+nlohmann::ordered_json PackMetricsJson(const PackProfile& pp, const Packing& packing, const Graph& g,
+                                       const StringTable& names) {
+  nlohmann::ordered_json j = {{"kernels_in_run", pp.kernels_in_run},
+                              {"kernels_profiled", pp.cost.kernels_profiled},
+                              {"ranges", pp.cost.ranges}};
+  j["packs"] = nlohmann::json::array();
+  for (size_t i = 0; i < pp.packs.size(); ++i) {
+    const uint32_t p = pp.packs[i];
+    nlohmann::ordered_json m;
+    for (int k = 0; k < kMetrics; ++k) m[MetricName(static_cast<Metric>(k))] = pp.metrics[i].v[k];
+    j["packs"].push_back({{"pack", p},
+                          {"rank", packing.rank[p]},
+                          {"kernels", pp.metrics[i].kernels},
+                          {"first_kernel", names.Get(g.name[packing.members[packing.member_begin[p]]])},
+                          {"metrics", m}});
+  }
+  return j;
+}
+
+bool ReadPackMetrics(const std::string& path, const Packing& packing, PackProfile* out, std::string* err) {
+  *out = PackProfile();
+  std::string text;
+  if (!ReadFileMaybeGz(path, &text, err)) return false;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  std::vector<uint32_t> unique;
+  for (size_t p = 0; p < packing.packs(); ++p)
+    if (packing.unique[p] == p) unique.push_back(static_cast<uint32_t>(p));
+  try {
+    if (j.is_discarded()) throw std::runtime_error("not JSON");
+    const nlohmann::json& packs = j.at("packs");
+    if (packs.size() != unique.size())
+      throw std::runtime_error(std::to_string(packs.size()) + " packs, where this trace packs into " +
+                               std::to_string(unique.size()) + " unique ones");
+    for (size_t i = 0; i < packs.size(); ++i) {
+      const uint32_t p = packs[i].at("pack").get<uint32_t>();
+      if (p != unique[i])
+        throw std::runtime_error("pack " + std::to_string(i) + " is " + std::to_string(p) + ", not " +
+                                 std::to_string(unique[i]));
+      PackMetrics m;
+      m.kernels = packs[i].at("kernels").get<int64_t>();
+      for (int k = 0; k < kMetrics; ++k)
+        m.v[k] = packs[i].at("metrics").at(MetricName(static_cast<Metric>(k))).get<double>();
+      out->packs.push_back(p);
+      out->metrics.push_back(m);
+    }
+    out->kernels_in_run = j.value("kernels_in_run", int64_t{0});
+    out->cost.kernels_profiled = j.value("kernels_profiled", int64_t{0});
+    out->cost.ranges = j.value("ranges", int64_t{0});
+  } catch (const std::exception& e) {
+    *err = path + ": " + e.what() + " (made by emo profile from this trace, with the same --pack-ms?)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace emo

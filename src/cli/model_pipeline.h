@@ -1,0 +1,49 @@
+// model_pipeline.h — the steps of EMO's pipeline between a trace and the search, shared by the
+// simulated device (sim_pipeline.h) and traces of real jobs (`emo optimize --trace`): the graph and
+// its packs, the packs' metrics as `emo profile` writes them, and the prediction pass fitted to the
+// measured power at default clocks.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/builder.h"
+#include "model/device_profile.h"
+#include "model/pack_profile.h"
+#include "model/predict.h"
+#include "pack/packer.h"
+#include "trace/trace.h"
+
+namespace emo {
+
+// Builds the execution graph and packs it (Δmax pack_ms) after replaying the measured run.
+bool GraphAndPacks(const Trace& trace, double pack_ms, Graph* g, BuildReport* report, Packing* packing,
+                   std::string* err);
+
+// What was measured beside the trace at default clocks.
+struct DefaultRun {
+  // Per GPU (graph rank): SM-clock samples (graph ns, MHz), ascending; none: every pack ran at the
+  // profile's default clock.
+  std::vector<std::vector<std::pair<double, double>>> clock_samples;
+  std::vector<double> power_w;  // per GPU: average power over a long run
+  double span_ns = 0;           // the traced run's length from the graph's origin; 0: its last node's end
+};
+
+// The prediction pass over the traced run: every pack's time and energy at every clock from the
+// pack model, anchored to its traced time at the clock it ran at, and one energy factor per GPU
+// fitted to run.power_w over the traced span. `tables` receives the model's output for the
+// profiled packs.
+bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, const PackProfile& pp,
+                    const DeviceProfile& profile, const DefaultRun& run, Predictor* predictor, PackTables* tables,
+                    std::string* err);
+
+// The metrics file of `emo profile`: {"packs": [{"pack": P, "kernels": K, "metrics": {...}}], ...}.
+nlohmann::ordered_json PackMetricsJson(const PackProfile& pp, const Packing& packing, const Graph& g,
+                                       const StringTable& names);
+// Reads it for this packing: the profiled packs must be its unique packs (the same trace, packed
+// with the same Δmax). False with *err naming the first difference.
+bool ReadPackMetrics(const std::string& path, const Packing& packing, PackProfile* out, std::string* err);
+
+}  // namespace emo

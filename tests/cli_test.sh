@@ -172,6 +172,42 @@ PY
     -- python3 "$tmp/steps.py" 3 >/dev/null 2>&1
   check "a policy locks GPU 1 at each step and is reset at the end" bash -c \
     "test \$(grep -c '^lock 1 1005' '$tmp/nvml.log') -eq 3 && tail -1 '$tmp/nvml.log' | grep -q '^reset 1'"
+  # The performance guard: a job that runs 4x slower while GPU 1 is locked (it reads the fake
+  # driver's log) trips it after five slow iterations; a job within its budget keeps the policy.
+  cat >"$tmp/slow.py" <<'PY'
+import os, socket, sys, time
+log, n, fast, slow = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+def locked():
+    last = [l for l in open(log) if l.startswith(("lock 1", "reset 1"))] if os.path.exists(log) else []
+    return bool(last) and last[-1].startswith("lock")
+for _ in range(n):
+    s.sendto(b"step", os.environ["EMO_STEP_SOCKET"])
+    time.sleep(fast)  # the lock of this iteration is in the log by then
+    if locked(): time.sleep(slow - fast)
+PY
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --policy "$tmp/p1.json" --guard-budget 10 \
+    --measure "$tmp/guard.json" -- python3 "$tmp/slow.py" "$tmp/nvml.log" 20 0.02 0.08 >/dev/null 2>"$tmp/guard.err"
+  check "guard: exits with the job's status" test $? -eq 0
+  check "guard: five slow iterations under the policy trip it, then GPU 1 stays at default clocks" python3 -c "
+import json, sys
+lines = [l.split() for l in open('$tmp/nvml.log') if l.startswith(('lock 1', 'reset 1'))]
+kinds = [l[0] for l in lines]
+g = json.load(open('$tmp/guard.json'))['guard']
+sys.exit(0 if kinds[:6] == ['lock'] * 5 + ['reset'] and 'lock' not in kinds[6:] and g['state'] == 'tripped'
+         and g['reference'] == 'measured' and g['tripped_at_iteration'] == 11 and len(g['slow_iterations_ms']) == 5 else 1)"
+  check "guard: says so on stderr" grep -q "emo run: guard: 5 iterations in a row over the limit" "$tmp/guard.err"
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --policy "$tmp/p1.json" --guard-budget 100 \
+    --measure "$tmp/guard.json" -- python3 "$tmp/slow.py" "$tmp/nvml.log" 16 0.05 0.05 >/dev/null 2>"$tmp/guard.err"
+  check "guard: a job within its budget plays the policy from iteration 6 to the end" bash -c \
+    "test \$(grep -c '^lock 1 1005' '$tmp/nvml.log') -eq 10 && python3 -c \"import json,sys; g=json.load(open('$tmp/guard.json'))['guard']; sys.exit(0 if g['state'] == 'watching' and 0.04 < g['reference_ms'] / 1000 < 0.2 else 1)\""
+  "$emo" run --guard-budget 5 -- true >/dev/null 2>"$tmp/err"; rc=$?
+  check "guard: --guard-budget without --policy exits 1 saying why" bash -c "test $rc -eq 1 && grep -q 'need --policy' '$tmp/err'"
+  EMO_NVML_LIBRARY="$fake_nvml" "$emo" run --policy "$tmp/p1.json" --guard-reference policy -- true >/dev/null 2>"$tmp/err"; rc=$?
+  check "guard: a policy without a budget, asked for its reference, exits 1 naming the file" bash -c \
+    "test $rc -eq 1 && grep -q 'p1.json: records no budget' '$tmp/err'"
   # SIGKILL of EMO itself, after the policy locked GPU 1: its watchdog process unlocks it.
   rm -f "$tmp/nvml.log"
   EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --policy "$tmp/p1.json" \
@@ -218,6 +254,8 @@ check "optimize reports EMO beside the best static clock" bash -c "grep -q 'EMO 
 for key in default predicted measured best_static search packs unique_packs; do
   check "optimize JSON has $key" grep -q "\"$key\"" "$tmp/optimize.json"
 done
+check "optimize's policy records its budget and the predicted default iteration time (for emo run's guard)" python3 -c \
+  "import json,sys; p=json.load(open('$tmp/policy.json')); o=json.load(open('$tmp/optimize.json')); sys.exit(0 if p['budget'] == 0.05 and p['default_iteration_ms'] == o['predicted']['default_iteration_ms'] else 1)"
 "$emo" sim --workload "$workloads/dp2-gpt3-1.3b-a100.json" --policy "$tmp/policy.json" --iterations 3 >/dev/null 2>&1; rc=$?
 check "the simulator plays the policy optimize wrote" test $rc -eq 0
 "$emo" predict --workload "$workloads/dp2-gpt3-1.3b-a100.json" --policy "$tmp/policy.json" --json >"$tmp/pred.json" 2>&1; rc=$?

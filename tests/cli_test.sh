@@ -125,9 +125,10 @@ fi
 
 # emo gpus through NVML: the fake driver's two GPUs; without a driver, one clear line and exit 1.
 if [ -n "$fake_nvml" ]; then
+  unset CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER  # the fake machine's GPUs, all of them, unless a test says
   EMO_NVML_LIBRARY="$fake_nvml" "$emo" gpus --json >"$tmp/gpus.json" 2>"$tmp/err"
-  check "gpus lists the fake driver's GPUs" python3 -c \
-    "import json,sys; g=json.load(open('$tmp/gpus.json')); sys.exit(0 if len(g) == 2 and g[1]['power_limit_w'] == 400 else 1)"
+  check "gpus lists the fake driver's GPUs with their UUIDs" python3 -c \
+    "import json,sys; g=json.load(open('$tmp/gpus.json')); sys.exit(0 if len(g) == 2 and g[1]['power_limit_w'] == 400 and g[1]['uuid'] == 'GPU-fa4e0000-0000-0000-0000-000000000001' else 1)"
   # emo run: GEEPAFS probes and locks clocks while the command runs; every GPU ends reset.
   last_resets() { python3 -c "
 import sys
@@ -172,6 +173,29 @@ PY
     -- python3 "$tmp/steps.py" 3 >/dev/null 2>&1
   check "a policy locks GPU 1 at each step and is reset at the end" bash -c \
     "test \$(grep -c '^lock 1 1005' '$tmp/nvml.log') -eq 3 && tail -1 '$tmp/nvml.log' | grep -q '^reset 1'"
+  # GPU selection: policy indices count the job's GPUs. --gpus 1 makes NVML's GPU 1 the job's GPU 0
+  # (and tells the job so through CUDA_VISIBLE_DEVICES); so does CUDA_VISIBLE_DEVICES=1 set by the user.
+  printf '{"gpus": [{"gpu": 0, "changes": [{"t_ms": 0, "mhz": 1005}]}]}' >"$tmp/p0.json"
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --gpus 1 --policy "$tmp/p0.json" \
+    --measure "$tmp/sel.json" -- sh -c "echo \$CUDA_VISIBLE_DEVICES >'$tmp/cvd'; python3 '$tmp/steps.py' 3" >/dev/null 2>&1
+  check "--gpus 1: the job's GPU 0 is NVML's GPU 1, and the job sees only it" bash -c \
+    "test \$(grep -c '^lock 1 1005' '$tmp/nvml.log') -eq 3 && ! grep -q '^lock 0' '$tmp/nvml.log' && grep -qx 'GPU-fa4e0000-0000-0000-0000-000000000001' '$tmp/cvd'"
+  check "--gpus 1: the measurement covers that GPU only" python3 -c \
+    "import json,sys; m=json.load(open('$tmp/sel.json')); sys.exit(0 if len(m['per_gpu']) == 1 and m['gpu_selection'] == {'source': '--gpus', 'backend_gpus': [1]} else 1)"
+  rm -f "$tmp/nvml.log"
+  CUDA_VISIBLE_DEVICES=GPU-fa4e0000-0000-0000-0000-000000000001 EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" \
+    "$emo" run --policy "$tmp/p0.json" -- python3 "$tmp/steps.py" 3 >/dev/null 2>&1
+  check "CUDA_VISIBLE_DEVICES by UUID: the policy's GPU 0 is NVML's GPU 1" bash -c \
+    "test \$(grep -c '^lock 1 1005' '$tmp/nvml.log') -eq 3 && ! grep -q '^lock 0' '$tmp/nvml.log'"
+  EMO_NVML_LIBRARY="$fake_nvml" "$emo" run --gpus 0,5 -- true >/dev/null 2>"$tmp/err"; rc=$?
+  check "--gpus with an unknown index exits 1 naming it" bash -c "test $rc -eq 1 && grep -q -- '--gpus: no GPU 5 (there are 2: 0-1)' '$tmp/err'"
+  CUDA_VISIBLE_DEVICES=GPU-0bad EMO_NVML_LIBRARY="$fake_nvml" "$emo" run -- true >/dev/null 2>"$tmp/err"; rc=$?
+  check "an unknown UUID in CUDA_VISIBLE_DEVICES exits 1 naming it" bash -c \
+    "test $rc -eq 1 && grep -q 'CUDA_VISIBLE_DEVICES: no GPU has UUID GPU-0bad' '$tmp/err'"
+  CUDA_VISIBLE_DEVICES=1 EMO_NVML_LIBRARY="$fake_nvml" "$emo" run --policy "$tmp/p1.json" -- true >/dev/null 2>"$tmp/err"; rc=$?
+  check "a policy for a GPU the job does not see exits 1 saying so" bash -c \
+    "test $rc -eq 1 && grep -q 'no GPU 1 among the job.s 1 (from CUDA_VISIBLE_DEVICES)' '$tmp/err'"
   # The performance guard: a job that runs 4x slower while GPU 1 is locked (it reads the fake
   # driver's log) trips it after five slow iterations; a job within its budget keeps the policy.
   cat >"$tmp/slow.py" <<'PY'

@@ -82,6 +82,10 @@ int main(int argc, char** argv) {
                     " (zeus-power-limit needs iteration starts: the command sends a datagram to the Unix socket "
                     "$EMO_STEP_SOCKET as each begins)");
   r->add_option("--policy", run.policy, "frequency policy JSON, played at every iteration start ($EMO_STEP_SOCKET)");
+  r->add_option("--gpus", run.gpus,
+                "the job's GPUs: indices as `emo gpus` lists them or UUIDs (GPU-...), comma-separated; EMO sets "
+                "CUDA_VISIBLE_DEVICES for the job to them (default: the GPUs $CUDA_VISIBLE_DEVICES names, else all). "
+                "Policy GPU indices count the job's GPUs");
   r->add_option("--guard-budget", run.guard_budget_pct,
                 "performance guard of --policy: the allowed slowdown, % (default: the budget the policy records); "
                 "when 5 iterations in a row take longer than reference x (1 + budget + 2 %), the default clocks are "

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "apply/gpu_selection.h"
 #include "apply/measurement.h"
 #include "apply/performance_guard.h"
 #include "apply/policy_player.h"
@@ -97,10 +98,30 @@ int RunCommand(const RunOptions& opt) {
     return 1;
   }
   if (backend.nvml) backend.nvml->Watch(&watchdog);
-  GpuControl* gpus = backend.gpus;  // either back end
+  // The job's GPUs (--gpus, else $CUDA_VISIBLE_DEVICES, else all), numbered as the job sees them:
+  // the policy, the method and the measurement all use that numbering.
+  GpuSelection selection;
+  if (!SelectJobGpus(opt.gpus, std::getenv(kCudaVisibleDevicesEnv), std::getenv("CUDA_DEVICE_ORDER"),
+                     InventoryOf(*backend.gpus), &selection, &err)) {
+    fmt::print(stderr, "emo run: {}\n", err);
+    return 1;
+  }
+  if (!selection.warning.empty()) fmt::print(stderr, "emo run: warning: {}\n", selection.warning);
+  GpuView view(backend.gpus, selection.gpus);
+  GpuControl* gpus = &view;
+  if (selection.source != "all") {
+    std::string map;
+    for (int g = 0; g < view.Count(); ++g) map += fmt::format("{}{} -> {}", g ? ", " : "", g, view.BaseIndex(g));
+    fmt::print(stderr, "emo run: the job's GPUs (from {}), as {} numbers them: {}\n", selection.source, opt.backend,
+               map);
+  }
+  if (!selection.job_cuda_visible_devices.empty())
+    setenv(kCudaVisibleDevicesEnv, selection.job_cuda_visible_devices.c_str(), 1);
+  if (selection.job_pci_bus_order) setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
   for (const auto& g : policy.gpus)
     if (g.gpu >= gpus->Count()) {
-      fmt::print(stderr, "emo run: {}: no GPU {} (there are {})\n", opt.policy, g.gpu, gpus->Count());
+      fmt::print(stderr, "emo run: {}: no GPU {} among the job's {} (from {})\n", opt.policy, g.gpu, gpus->Count(),
+                 selection.source);
       return 1;
     }
   std::unique_ptr<OnlineMethod> method = BuildMethod(method_spec, gpus, &err);
@@ -171,6 +192,9 @@ int RunCommand(const RunOptions& opt) {
   if (!opt.measure_out.empty()) {
     nlohmann::ordered_json j = {
         {"command", opt.command}, {"controller", opt.controller}, {"policy", opt.policy}, {"exit_code", code}};
+    nlohmann::ordered_json backend_gpus = nlohmann::ordered_json::array();
+    for (int g = 0; g < view.Count(); ++g) backend_gpus.push_back(view.BaseIndex(g));
+    j["gpu_selection"] = {{"source", selection.source}, {"backend_gpus", backend_gpus}};
     if (!opt.policy.empty()) j["guard"] = player.guard() ? player.guard()->Json() : nlohmann::ordered_json();
     if (measured) AddMeasurementJson(m, &j);
     if (method) j[method_spec.entry->json_key] = findings;

@@ -125,9 +125,10 @@ fi
 
 # emo gpus through NVML: the fake driver's two GPUs; without a driver, one clear line and exit 1.
 if [ -n "$fake_nvml" ]; then
+  unset CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER  # the fake machine's GPUs, all of them, unless a test says
   EMO_NVML_LIBRARY="$fake_nvml" "$emo" gpus --json >"$tmp/gpus.json" 2>"$tmp/err"
-  check "gpus lists the fake driver's GPUs" python3 -c \
-    "import json,sys; g=json.load(open('$tmp/gpus.json')); sys.exit(0 if len(g) == 2 and g[1]['power_limit_w'] == 400 else 1)"
+  check "gpus lists the fake driver's GPUs with their UUIDs" python3 -c \
+    "import json,sys; g=json.load(open('$tmp/gpus.json')); sys.exit(0 if len(g) == 2 and g[1]['power_limit_w'] == 400 and g[1]['uuid'] == 'GPU-fa4e0000-0000-0000-0000-000000000001' else 1)"
   # emo run: GEEPAFS probes and locks clocks while the command runs; every GPU ends reset.
   last_resets() { python3 -c "
 import sys
@@ -172,6 +173,65 @@ PY
     -- python3 "$tmp/steps.py" 3 >/dev/null 2>&1
   check "a policy locks GPU 1 at each step and is reset at the end" bash -c \
     "test \$(grep -c '^lock 1 1005' '$tmp/nvml.log') -eq 3 && tail -1 '$tmp/nvml.log' | grep -q '^reset 1'"
+  # GPU selection: policy indices count the job's GPUs. --gpus 1 makes NVML's GPU 1 the job's GPU 0
+  # (and tells the job so through CUDA_VISIBLE_DEVICES); so does CUDA_VISIBLE_DEVICES=1 set by the user.
+  printf '{"gpus": [{"gpu": 0, "changes": [{"t_ms": 0, "mhz": 1005}]}]}' >"$tmp/p0.json"
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --gpus 1 --policy "$tmp/p0.json" \
+    --measure "$tmp/sel.json" -- sh -c "echo \$CUDA_VISIBLE_DEVICES >'$tmp/cvd'; python3 '$tmp/steps.py' 3" >/dev/null 2>&1
+  check "--gpus 1: the job's GPU 0 is NVML's GPU 1, and the job sees only it" bash -c \
+    "test \$(grep -c '^lock 1 1005' '$tmp/nvml.log') -eq 3 && ! grep -q '^lock 0' '$tmp/nvml.log' && grep -qx 'GPU-fa4e0000-0000-0000-0000-000000000001' '$tmp/cvd'"
+  check "--gpus 1: the measurement covers that GPU only" python3 -c \
+    "import json,sys; m=json.load(open('$tmp/sel.json')); sys.exit(0 if len(m['per_gpu']) == 1 and m['gpu_selection'] == {'source': '--gpus', 'backend_gpus': [1]} else 1)"
+  rm -f "$tmp/nvml.log"
+  CUDA_VISIBLE_DEVICES=GPU-fa4e0000-0000-0000-0000-000000000001 EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" \
+    "$emo" run --policy "$tmp/p0.json" -- python3 "$tmp/steps.py" 3 >/dev/null 2>&1
+  check "CUDA_VISIBLE_DEVICES by UUID: the policy's GPU 0 is NVML's GPU 1" bash -c \
+    "test \$(grep -c '^lock 1 1005' '$tmp/nvml.log') -eq 3 && ! grep -q '^lock 0' '$tmp/nvml.log'"
+  EMO_NVML_LIBRARY="$fake_nvml" "$emo" run --gpus 0,5 -- true >/dev/null 2>"$tmp/err"; rc=$?
+  check "--gpus with an unknown index exits 1 naming it" bash -c "test $rc -eq 1 && grep -q -- '--gpus: no GPU 5 (there are 2: 0-1)' '$tmp/err'"
+  CUDA_VISIBLE_DEVICES=GPU-0bad EMO_NVML_LIBRARY="$fake_nvml" "$emo" run -- true >/dev/null 2>"$tmp/err"; rc=$?
+  check "an unknown UUID in CUDA_VISIBLE_DEVICES exits 1 naming it" bash -c \
+    "test $rc -eq 1 && grep -q 'CUDA_VISIBLE_DEVICES: no GPU has UUID GPU-0bad' '$tmp/err'"
+  CUDA_VISIBLE_DEVICES=1 EMO_NVML_LIBRARY="$fake_nvml" "$emo" run --policy "$tmp/p1.json" -- true >/dev/null 2>"$tmp/err"; rc=$?
+  check "a policy for a GPU the job does not see exits 1 saying so" bash -c \
+    "test $rc -eq 1 && grep -q 'no GPU 1 among the job.s 1 (from CUDA_VISIBLE_DEVICES)' '$tmp/err'"
+  # The performance guard: a job that runs 4x slower while GPU 1 is locked (it reads the fake
+  # driver's log) trips it after five slow iterations; a job within its budget keeps the policy.
+  cat >"$tmp/slow.py" <<'PY'
+import os, socket, sys, time
+log, n, fast, slow = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+def locked():
+    last = [l for l in open(log) if l.startswith(("lock 1", "reset 1"))] if os.path.exists(log) else []
+    return bool(last) and last[-1].startswith("lock")
+for _ in range(n):
+    s.sendto(b"step", os.environ["EMO_STEP_SOCKET"])
+    time.sleep(fast)  # the lock of this iteration is in the log by then
+    if locked(): time.sleep(slow - fast)
+PY
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --policy "$tmp/p1.json" --guard-budget 10 \
+    --measure "$tmp/guard.json" -- python3 "$tmp/slow.py" "$tmp/nvml.log" 20 0.02 0.08 >/dev/null 2>"$tmp/guard.err"
+  check "guard: exits with the job's status" test $? -eq 0
+  check "guard: five slow iterations under the policy trip it, then GPU 1 stays at default clocks" python3 -c "
+import json, sys
+lines = [l.split() for l in open('$tmp/nvml.log') if l.startswith(('lock 1', 'reset 1'))]
+kinds = [l[0] for l in lines]
+g = json.load(open('$tmp/guard.json'))['guard']
+sys.exit(0 if kinds[:6] == ['lock'] * 5 + ['reset'] and 'lock' not in kinds[6:] and g['state'] == 'tripped'
+         and g['reference'] == 'measured' and g['tripped_at_iteration'] == 11 and len(g['slow_iterations_ms']) == 5 else 1)"
+  check "guard: says so on stderr" grep -q "emo run: guard: 5 iterations in a row over the limit" "$tmp/guard.err"
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --policy "$tmp/p1.json" --guard-budget 100 \
+    --measure "$tmp/guard.json" -- python3 "$tmp/slow.py" "$tmp/nvml.log" 16 0.05 0.05 >/dev/null 2>"$tmp/guard.err"
+  check "guard: a job within its budget plays the policy from iteration 6 to the end" bash -c \
+    "test \$(grep -c '^lock 1 1005' '$tmp/nvml.log') -eq 10 && python3 -c \"import json,sys; g=json.load(open('$tmp/guard.json'))['guard']; sys.exit(0 if g['state'] == 'watching' and 0.04 < g['reference_ms'] / 1000 < 0.2 else 1)\""
+  "$emo" run --guard-budget 5 -- true >/dev/null 2>"$tmp/err"; rc=$?
+  check "guard: --guard-budget without --policy exits 1 saying why" bash -c "test $rc -eq 1 && grep -q 'need --policy' '$tmp/err'"
+  EMO_NVML_LIBRARY="$fake_nvml" "$emo" run --policy "$tmp/p1.json" --guard-reference policy -- true >/dev/null 2>"$tmp/err"; rc=$?
+  check "guard: a policy without a budget, asked for its reference, exits 1 naming the file" bash -c \
+    "test $rc -eq 1 && grep -q 'p1.json: records no budget' '$tmp/err'"
   # SIGKILL of EMO itself, after the policy locked GPU 1: its watchdog process unlocks it.
   rm -f "$tmp/nvml.log"
   EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" run --policy "$tmp/p1.json" \
@@ -236,6 +296,8 @@ check "optimize reports EMO beside the best static clock" bash -c "grep -q 'EMO 
 for key in default predicted measured best_static search packs unique_packs; do
   check "optimize JSON has $key" grep -q "\"$key\"" "$tmp/optimize.json"
 done
+check "optimize's policy records its budget and the predicted default iteration time (for emo run's guard)" python3 -c \
+  "import json,sys; p=json.load(open('$tmp/policy.json')); o=json.load(open('$tmp/optimize.json')); sys.exit(0 if p['budget'] == 0.05 and p['default_iteration_ms'] == o['predicted']['default_iteration_ms'] else 1)"
 "$emo" sim --workload "$workloads/dp2-gpt3-1.3b-a100.json" --policy "$tmp/policy.json" --iterations 3 >/dev/null 2>&1; rc=$?
 check "the simulator plays the policy optimize wrote" test $rc -eq 0
 "$emo" predict --workload "$workloads/dp2-gpt3-1.3b-a100.json" --policy "$tmp/policy.json" --json >"$tmp/pred.json" 2>&1; rc=$?

@@ -27,6 +27,23 @@ TEST(FrequencyPolicy, JsonRoundTrips) {
   std::string err;
   ASSERT_TRUE(ParsePolicy("p.json", PolicyJson(p), &q, &err)) << err;
   EXPECT_EQ(p, q);
+  EXPECT_EQ(q.budget, -1);  // not recorded, and not written
+  EXPECT_EQ(PolicyJson(p).find("budget"), std::string::npos);
+  p.budget = 0.05;
+  p.default_iteration_ms = 412.5;
+  ASSERT_TRUE(ParsePolicy("p.json", PolicyJson(p), &q, &err)) << err;
+  EXPECT_EQ(p, q);
+}
+
+TEST(FrequencyPolicy, NamesABadBudgetOrReference) {
+  FrequencyPolicy p;
+  std::string err;
+  EXPECT_FALSE(ParsePolicy("p", R"({"budget": -0.1, "gpus": []})", &p, &err));
+  EXPECT_EQ(err, "p: field budget: expected a non-negative fraction (0.05 = 5 %)");
+  EXPECT_FALSE(ParsePolicy("p", R"({"budget": "5%", "gpus": []})", &p, &err));
+  EXPECT_EQ(err, "p: field budget: expected a non-negative fraction (0.05 = 5 %)");
+  EXPECT_FALSE(ParsePolicy("p", R"({"default_iteration_ms": 0, "gpus": []})", &p, &err));
+  EXPECT_EQ(err, "p: field default_iteration_ms: expected a positive number of ms");
 }
 
 TEST(FrequencyPolicy, SortsChangesAndNamesBadFields) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace {
 
@@ -62,6 +63,13 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void** handle) {
 }
 int nvmlDeviceGetName(void* h, char* name, unsigned int length) {
   std::strncpy(name, Gpu(h)->name.c_str(), length - 1);
+  return kSuccess;
+}
+int nvmlDeviceGetUUID(void* h, char* uuid, unsigned int length) {
+  const std::string u =
+      Gpu(h)->uuid.empty() ? "GPU-fa4e0000-0000-0000-0000-00000000000" + std::to_string(Index(h)) : Gpu(h)->uuid;
+  if (length < u.size() + 1) return kInvalidArgument;
+  std::memcpy(uuid, u.c_str(), u.size() + 1);
   return kSuccess;
 }
 int nvmlDeviceGetSupportedMemoryClocks(void*, unsigned int* count, unsigned int* clocks) {

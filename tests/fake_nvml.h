@@ -9,6 +9,7 @@ namespace emo::test {
 
 struct FakeNvmlGpu {
   std::string name = "NVIDIA A100-SXM4-80GB";
+  std::string uuid;                             // "": GPU-fa4e0000-0000-0000-0000-00000000000<index>
   unsigned int locked_min = 0, locked_max = 0;  // 0: not locked
   unsigned int limit_mw = 400000, default_mw = 400000, min_mw = 100000, max_mw = 500000;
   unsigned long long energy_mj = 123456789;

@@ -43,6 +43,7 @@ TEST_F(Nvml, ListsGpusInTheInterfacesUnits) {
   EXPECT_EQ(fake_->inits, 1);
   ASSERT_EQ(c->Count(), 2);
   EXPECT_EQ(c->Name(1), "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(c->Uuid(1), "GPU-fa4e0000-0000-0000-0000-000000000001");  // as CUDA_VISIBLE_DEVICES names it
   const std::vector<int> clocks = c->SupportedClocks(0);
   ASSERT_EQ(clocks.size(), 81u);  // 210..1410 MHz in 15 MHz steps, ascending
   EXPECT_EQ(clocks.front(), 210);

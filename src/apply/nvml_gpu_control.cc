@@ -35,6 +35,7 @@ struct NvmlGpuControl::Api {
   nvmlReturn_t (*GetCount)(unsigned int*);
   nvmlReturn_t (*GetHandleByIndex)(unsigned int, nvmlDevice_t*);
   nvmlReturn_t (*GetName)(nvmlDevice_t, char*, unsigned int);
+  nvmlReturn_t (*GetUUID)(nvmlDevice_t, char*, unsigned int);
   nvmlReturn_t (*GetSupportedMemoryClocks)(nvmlDevice_t, unsigned int*, unsigned int*);
   nvmlReturn_t (*GetSupportedGraphicsClocks)(nvmlDevice_t, unsigned int, unsigned int*, unsigned int*);
   nvmlReturn_t (*SetGpuLockedClocks)(nvmlDevice_t, unsigned int, unsigned int);
@@ -52,6 +53,7 @@ struct NvmlGpuControl::Api {
 struct NvmlGpuControl::Gpu {
   nvmlDevice_t handle = nullptr;
   std::string name;
+  std::string uuid;                    // "GPU-..."
   std::vector<int> clocks;             // ascending
   bool locked = false;                 // this object locked its clocks
   unsigned int original_limit_mw = 0;  // the limit before this object changed it; 0: unchanged
@@ -88,6 +90,7 @@ std::unique_ptr<NvmlGpuControl> NvmlGpuControl::Open(std::string* err, const std
   bind(&a.GetCount, "nvmlDeviceGetCount_v2");
   bind(&a.GetHandleByIndex, "nvmlDeviceGetHandleByIndex_v2");
   bind(&a.GetName, "nvmlDeviceGetName");
+  bind(&a.GetUUID, "nvmlDeviceGetUUID");
   bind(&a.GetSupportedMemoryClocks, "nvmlDeviceGetSupportedMemoryClocks");
   bind(&a.GetSupportedGraphicsClocks, "nvmlDeviceGetSupportedGraphicsClocks");
   bind(&a.SetGpuLockedClocks, "nvmlDeviceSetGpuLockedClocks");
@@ -122,13 +125,15 @@ std::unique_ptr<NvmlGpuControl> NvmlGpuControl::Open(std::string* err, const std
   }
   for (unsigned int i = 0; i < count; ++i) {
     Gpu g;
-    char name[96] = {};
+    char name[96] = {}, uuid[96] = {};  // NVML_DEVICE_NAME_V2_BUFFER_SIZE, NVML_DEVICE_UUID_V2_BUFFER_SIZE
     if (!c->Check(-1, a.GetHandleByIndex(i, &g.handle), "nvmlDeviceGetHandleByIndex", err) ||
-        !c->Check(-1, a.GetName(g.handle, name, sizeof name), "nvmlDeviceGetName", err)) {
+        !c->Check(-1, a.GetName(g.handle, name, sizeof name), "nvmlDeviceGetName", err) ||
+        !c->Check(-1, a.GetUUID(g.handle, uuid, sizeof uuid), "nvmlDeviceGetUUID", err)) {
       *err = "GPU " + std::to_string(i) + ": " + *err;
       return nullptr;
     }
     g.name = name;
+    g.uuid = uuid;
     // Graphics clocks are listed per memory clock; the highest memory clock is the default one.
     unsigned int mem[64], n_mem = 64, gfx[1024], n_gfx = 1024;
     if (a.GetSupportedMemoryClocks(g.handle, &n_mem, mem) == kNvmlSuccess && n_mem > 0) {
@@ -167,6 +172,7 @@ std::optional<double> NvmlGpuControl::Read(int gpu, int rc, const char* call, do
 
 int NvmlGpuControl::Count() const { return static_cast<int>(gpus_.size()); }
 std::string NvmlGpuControl::Name(int gpu) const { return gpus_[static_cast<size_t>(gpu)].name; }
+std::string NvmlGpuControl::Uuid(int gpu) const { return gpus_[static_cast<size_t>(gpu)].uuid; }
 std::vector<int> NvmlGpuControl::SupportedClocks(int gpu) const { return gpus_[static_cast<size_t>(gpu)].clocks; }
 
 bool NvmlGpuControl::SetLockedClock(int gpu, int mhz, std::string* err) {

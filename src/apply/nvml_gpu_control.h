@@ -26,6 +26,7 @@ class NvmlGpuControl : public GpuControl {
 
   int Count() const override;
   std::string Name(int gpu) const override;
+  std::string Uuid(int gpu) const override;
   std::vector<int> SupportedClocks(int gpu) const override;
   bool SetLockedClock(int gpu, int mhz, std::string* err) override;
   bool ResetClock(int gpu, std::string* err) override;

@@ -58,9 +58,11 @@ int RunGpus(const GpusOptions& opt) {
                                 util = offered(Reading::kUtilization, gpus->Utilization(g)),
                                 mem = offered(Reading::kMemoryUtilization, gpus->MemoryUtilization(g));
     const std::string name = gpus->Name(g).empty() ? "?" : gpus->Name(g);
+    const std::string uuid = gpus->Uuid(g);  // "" on zeusd
     nlohmann::ordered_json j = {
         {"gpu", g},
         {"name", name == "?" ? nlohmann::ordered_json() : nlohmann::ordered_json(name)},
+        {"uuid", uuid.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(uuid)},
         {"sm_clock_mhz", json(clock)},
         {"supported_sm_clocks_mhz", clocks},
         {"power_w", json(power)},
@@ -71,12 +73,12 @@ int RunGpus(const GpusOptions& opt) {
         {"memory_utilization", json(mem)}};
     if (!opt.json)
       fmt::print(
-          "GPU {}: {}; SM {} MHz ({} clocks, {}-{} MHz); {} W, limit {} W ({}); energy counter {} J; "
+          "GPU {}: {}{}; SM {} MHz ({} clocks, {}-{} MHz); {} W, limit {} W ({}); energy counter {} J; "
           "utilisation {} %, memory {} %\n",
-          g, name, text(clock, 1, "{:.0f}"), clocks.size(), clocks.empty() ? 0 : clocks.front(),
-          clocks.empty() ? 0 : clocks.back(), text(power, 1, "{:.1f}"), text(limit, 1, "{:.0f}"),
-          range ? fmt::format("{:.0f}-{:.0f} W", lo, hi) : "?", text(energy, 1, "{:.1f}"), text(util, 100, "{:.0f}"),
-          text(mem, 100, "{:.0f}"));
+          g, name, uuid.empty() ? "" : " (" + uuid + ")", text(clock, 1, "{:.0f}"), clocks.size(),
+          clocks.empty() ? 0 : clocks.front(), clocks.empty() ? 0 : clocks.back(), text(power, 1, "{:.1f}"),
+          text(limit, 1, "{:.0f}"), range ? fmt::format("{:.0f}-{:.0f} W", lo, hi) : "?", text(energy, 1, "{:.1f}"),
+          text(util, 100, "{:.0f}"), text(mem, 100, "{:.0f}"));
     all.push_back(j);
   }
   if (!gpus->error().empty()) {

@@ -83,8 +83,24 @@ int main(int argc, char** argv) {
                     " (zeus-power-limit needs iteration starts: the command sends a datagram to the Unix socket "
                     "$EMO_STEP_SOCKET as each begins)");
   r->add_option("--policy", run.policy, "frequency policy JSON, played at every iteration start ($EMO_STEP_SOCKET)");
+  r->add_option("--gpus", run.gpus,
+                "the job's GPUs: indices as `emo gpus` lists them or UUIDs (GPU-...), comma-separated; EMO sets "
+                "CUDA_VISIBLE_DEVICES for the job to them (default: the GPUs $CUDA_VISIBLE_DEVICES names, else all). "
+                "Policy GPU indices count the job's GPUs");
+  r->add_option("--guard-budget", run.guard_budget_pct,
+                "performance guard of --policy: the allowed slowdown, % (default: the budget the policy records); "
+                "when 5 iterations in a row take longer than reference x (1 + budget + 2 %), the default clocks are "
+                "restored and the policy stops")
+      ->check(CLI::NonNegativeNumber);
+  r->add_option("--guard-reference", run.guard_reference,
+                "the guard's reference iteration time: policy (the default_iteration_ms the policy records), "
+                "measured (the median of iterations 1-5, run at default clocks before the policy starts) or auto "
+                "(policy when it records one)")
+      ->check(CLI::IsMember({"auto", "policy", "measured"}));
+  r->add_flag("!--no-guard", run.guard, "play the policy without the performance guard");
   r->add_option("--measure", run.measure_out,
-                "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iterations, per_gpu, ...)");
+                "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iterations, per_gpu, "
+                "guard, ...)");
   r->add_option("--backend", run.backend, std::string("GPU back end: ") + emo::kGpuBackendUsage)
       ->check(CLI::IsMember({"nvml", "zeusd"}));
   r->add_option("command", run.command, "the command, after --")->required();

@@ -52,15 +52,19 @@ int RunOptimize(const OptimizeOptions& opt) {
   for (const std::string& line : cs.lines) fmt::print("  {}\n", line);
   if (cs.kept_default) fmt::print("  no checked policy kept within the budget: the default clocks are kept\n");
   const SearchResult& sr = cs.result;
-  const FrequencyPolicy& policy = cs.policy;
+  // The budget and the default iteration time go into the policy file: `emo run`'s guard checks
+  // the measured iterations against them.
+  const Predictor::Result& base = predictor.base();
+  const double iters = static_cast<double>(std::max(1, predictor.iterations()));
+  FrequencyPolicy policy = cs.policy;
+  policy.budget = opt.budget;
+  policy.default_iteration_ms = base.end_ns / 1e6 / iters;
   if (!opt.out.empty()) {
     std::ofstream f(opt.out);
     f << PolicyJson(policy);
     if (!f) return fail(opt.out + ": cannot write");
   }
 
-  const Predictor::Result& base = predictor.base();
-  const double iters = static_cast<double>(std::max(1, predictor.iterations()));
   const double pred_slowdown = sr.predicted.end_ns / base.end_ns - 1;
   const double pred_saving = 1 - sr.predicted.energy_j / base.energy_j;
   const int groups = so.group.empty() ? 0 : *std::max_element(so.group.begin(), so.group.end()) + 1;

@@ -4,6 +4,8 @@
 // one datagram there as each iteration begins gives iteration-driven methods (Zeus's power-limit
 // optimizer, frequency policies) their step hook. Signals that would end EMO (SIGINT, SIGTERM,
 // SIGHUP) are passed to the child instead, so that EMO outlives it and restores the GPUs.
+// A policy is played under a performance guard (apply/performance_guard.h) when its budget is known:
+// iterations slower than the budget allows, five in a row, restore the default clocks for good.
 #include "cli/run.h"
 
 #include <fmt/core.h>
@@ -13,8 +15,11 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "apply/gpu_selection.h"
 #include "apply/measurement.h"
+#include "apply/performance_guard.h"
 #include "apply/policy_player.h"
 #include "apply/realtime_host.h"
 #include "apply/step_socket.h"
@@ -24,6 +29,45 @@
 #include "online/registry.h"
 
 namespace emo {
+namespace {
+
+// The performance guard that --guard-budget, --guard-reference, --no-guard and the policy's
+// recorded budget and default iteration time ask for: none (*out empty) when no budget is known.
+// False with *err when the options contradict each other or the policy.
+bool GuardFor(const RunOptions& opt, const FrequencyPolicy& policy, std::optional<PerformanceGuard>* out,
+              std::string* err) {
+  const bool asked = opt.guard_budget_pct >= 0 || opt.guard_reference != "auto";
+  if (asked && opt.policy.empty()) {
+    *err = "--guard-budget and --guard-reference guard a policy: they need --policy";
+    return false;
+  }
+  if (asked && !opt.guard) {
+    *err = "--no-guard contradicts --guard-budget and --guard-reference";
+    return false;
+  }
+  if (opt.guard_reference != "auto" && opt.guard_reference != "policy" && opt.guard_reference != "measured") {
+    *err = "--guard-reference " + opt.guard_reference + ": expected policy, measured or auto";
+    return false;
+  }
+  const double budget = opt.guard_budget_pct >= 0 ? opt.guard_budget_pct / 100 : policy.budget;
+  if (opt.policy.empty() || !opt.guard) return true;
+  if (budget < 0) {
+    if (!asked) return true;  // an old policy file, and no guard asked for
+    *err = opt.policy + ": records no budget for the guard: give --guard-budget PCT";
+    return false;
+  }
+  if (opt.guard_reference == "policy" && policy.default_iteration_ms <= 0) {
+    *err = opt.policy +
+           ": records no default_iteration_ms for --guard-reference policy (emo optimize writes it; or measure it: "
+           "--guard-reference measured)";
+    return false;
+  }
+  const bool from_policy = opt.guard_reference != "measured" && policy.default_iteration_ms > 0;
+  out->emplace(budget, from_policy ? policy.default_iteration_ms : 0);
+  return true;
+}
+
+}  // namespace
 
 int RunCommand(const RunOptions& opt) {
   std::string err;
@@ -34,6 +78,11 @@ int RunCommand(const RunOptions& opt) {
   }
   FrequencyPolicy policy;
   if (!opt.policy.empty() && !LoadPolicy(opt.policy, &policy, &err)) {
+    fmt::print(stderr, "emo run: {}\n", err);
+    return 1;
+  }
+  std::optional<PerformanceGuard> perf_guard;
+  if (!GuardFor(opt, policy, &perf_guard, &err)) {
     fmt::print(stderr, "emo run: {}\n", err);
     return 1;
   }
@@ -49,10 +98,30 @@ int RunCommand(const RunOptions& opt) {
     return 1;
   }
   if (backend.nvml) backend.nvml->Watch(&watchdog);
-  GpuControl* gpus = backend.gpus;  // either back end
+  // The job's GPUs (--gpus, else $CUDA_VISIBLE_DEVICES, else all), numbered as the job sees them:
+  // the policy, the method and the measurement all use that numbering.
+  GpuSelection selection;
+  if (!SelectJobGpus(opt.gpus, std::getenv(kCudaVisibleDevicesEnv), std::getenv("CUDA_DEVICE_ORDER"),
+                     InventoryOf(*backend.gpus), &selection, &err)) {
+    fmt::print(stderr, "emo run: {}\n", err);
+    return 1;
+  }
+  if (!selection.warning.empty()) fmt::print(stderr, "emo run: warning: {}\n", selection.warning);
+  GpuView view(backend.gpus, selection.gpus);
+  GpuControl* gpus = &view;
+  if (selection.source != "all") {
+    std::string map;
+    for (int g = 0; g < view.Count(); ++g) map += fmt::format("{}{} -> {}", g ? ", " : "", g, view.BaseIndex(g));
+    fmt::print(stderr, "emo run: the job's GPUs (from {}), as {} numbers them: {}\n", selection.source, opt.backend,
+               map);
+  }
+  if (!selection.job_cuda_visible_devices.empty())
+    setenv(kCudaVisibleDevicesEnv, selection.job_cuda_visible_devices.c_str(), 1);
+  if (selection.job_pci_bus_order) setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
   for (const auto& g : policy.gpus)
     if (g.gpu >= gpus->Count()) {
-      fmt::print(stderr, "emo run: {}: no GPU {} (there are {})\n", opt.policy, g.gpu, gpus->Count());
+      fmt::print(stderr, "emo run: {}: no GPU {} among the job's {} (from {})\n", opt.policy, g.gpu, gpus->Count(),
+                 selection.source);
       return 1;
     }
   std::unique_ptr<OnlineMethod> method = BuildMethod(method_spec, gpus, &err);
@@ -63,6 +132,9 @@ int RunCommand(const RunOptions& opt) {
   const bool iteration_driven = method_spec.entry && method_spec.entry->iteration_driven;
   RealtimeHost host;
   PolicyPlayer player(policy, gpus);
+  // The guard speaks from the controller thread, as it acts: a job may run for days.
+  if (perf_guard)
+    player.Guard(*perf_guard, [](const std::string& line) { fmt::print(stderr, "emo run: guard: {}\n", line); });
   Meter meter(gpus, /*warmup=*/-1);  // the window is the whole run: opened before the job starts
   host.Add(&player);
   host.Add(&meter);
@@ -100,6 +172,11 @@ int RunCommand(const RunOptions& opt) {
     fmt::print(stderr, "emo run: no iteration start arrived at ${}, so the {} never acted\n", kStepSocketEnv,
                iteration_driven ? "method" : "policy");
 
+  if (player.guard() && player.guard()->state() == PerformanceGuard::State::kMeasuring &&
+      player.guard()->iterations() > 0)
+    fmt::print(stderr, "emo run: guard: the job ended while the guard was {}: the policy never played\n",
+               player.guard()->Describe());
+
   Measurement m;
   const bool measured = meter.Close(end_ns, &m, &err);
   if (measured)
@@ -115,6 +192,10 @@ int RunCommand(const RunOptions& opt) {
   if (!opt.measure_out.empty()) {
     nlohmann::ordered_json j = {
         {"command", opt.command}, {"controller", opt.controller}, {"policy", opt.policy}, {"exit_code", code}};
+    nlohmann::ordered_json backend_gpus = nlohmann::ordered_json::array();
+    for (int g = 0; g < view.Count(); ++g) backend_gpus.push_back(view.BaseIndex(g));
+    j["gpu_selection"] = {{"source", selection.source}, {"backend_gpus", backend_gpus}};
+    if (!opt.policy.empty()) j["guard"] = player.guard() ? player.guard()->Json() : nlohmann::ordered_json();
     if (measured) AddMeasurementJson(m, &j);
     if (method) j[method_spec.entry->json_key] = findings;
     std::ofstream f(opt.measure_out);

@@ -14,6 +14,11 @@ struct RunOptions {
   std::string policy;                // frequency policy JSON, optional
   std::string measure_out;           // measurement JSON, optional
   std::string backend = "nvml";      // "nvml" or "zeusd"
+  std::string gpus;  // --gpus: indices or UUIDs; "": $CUDA_VISIBLE_DEVICES, else all (apply/gpu_selection.h)
+  // The performance guard of --policy (apply/performance_guard.h): on when a budget is known.
+  double guard_budget_pct = -1;          // allowed slowdown, %; < 0: the policy's recorded budget
+  std::string guard_reference = "auto";  // "policy", "measured", or "auto": policy when it records one
+  bool guard = true;                     // false: --no-guard
 };
 
 // Returns the command's exit status (or 1 when EMO itself failed; 128+N when a signal N ended it).

@@ -26,7 +26,17 @@ bool ParsePolicy(const std::string& source, const std::string& text, FrequencyPo
     return false;
   };
   if (!j.is_object() || !j.contains("gpus") || !j["gpus"].is_array()) return fail("field gpus: expected an array");
-  out->gpus.clear();
+  *out = FrequencyPolicy{};
+  if (j.contains("budget")) {
+    if (!j["budget"].is_number() || !(j["budget"].get<double>() >= 0))
+      return fail("field budget: expected a non-negative fraction (0.05 = 5 %)");
+    out->budget = j["budget"].get<double>();
+  }
+  if (j.contains("default_iteration_ms")) {
+    if (!j["default_iteration_ms"].is_number() || !(j["default_iteration_ms"].get<double>() > 0))
+      return fail("field default_iteration_ms: expected a positive number of ms");
+    out->default_iteration_ms = j["default_iteration_ms"].get<double>();
+  }
   for (size_t i = 0; i < j["gpus"].size(); ++i) {
     const auto& g = j["gpus"][i];
     std::string at = "gpus[" + std::to_string(i) + "]";
@@ -67,6 +77,8 @@ bool LoadPolicy(const std::string& path, FrequencyPolicy* out, std::string* err)
 
 std::string PolicyJson(const FrequencyPolicy& p) {
   nlohmann::ordered_json j;
+  if (p.budget >= 0) j["budget"] = p.budget;
+  if (p.default_iteration_ms > 0) j["default_iteration_ms"] = p.default_iteration_ms;
   j["gpus"] = nlohmann::ordered_json::array();
   for (const auto& g : p.gpus) {
     nlohmann::ordered_json changes = nlohmann::ordered_json::array();

@@ -3,7 +3,10 @@
 // player (apply/policy_player.h) applies it on any GpuControl, and reports draw it.
 //
 // JSON form: {"gpus": [{"gpu": 0, "changes": [{"t_ms": 0, "mhz": 1410}, {"t_ms": 20, "mhz": 1065}]}]}
-// Changes are applied in time order; a GPU absent from the policy keeps its clock.
+// Changes are applied in time order; a GPU absent from the policy keeps its clock. Two optional
+// top-level keys record what the policy was searched for, so that `emo run`'s performance guard
+// (apply/performance_guard.h) can check it: "budget" (allowed slowdown, a fraction: 0.05 = 5 %) and
+// "default_iteration_ms" (the predicted iteration time at default clocks, ms).
 #pragma once
 
 #include <string>
@@ -24,6 +27,8 @@ struct FrequencyPolicy {
     bool operator==(const Gpu&) const = default;
   };
   std::vector<Gpu> gpus;
+  double budget = -1;               // allowed slowdown it was searched for, fraction; < 0: not recorded
+  double default_iteration_ms = 0;  // predicted iteration time at default clocks; 0: not recorded
   bool operator==(const FrequencyPolicy&) const = default;
 };
 

@@ -41,7 +41,10 @@ class GpuControl {
  public:
   virtual ~GpuControl() = default;
   virtual int Count() const = 0;
-  virtual std::string Name(int gpu) const = 0;                  // e.g. "A100-SXM4-80GB"
+  virtual std::string Name(int gpu) const = 0;  // e.g. "A100-SXM4-80GB"
+  // The GPU's UUID as CUDA_VISIBLE_DEVICES names it ("GPU-8932f937-..."); "" when the back end
+  // does not know it (the Zeus daemon, the simulator).
+  virtual std::string Uuid(int /*gpu*/) const { return ""; }
   virtual std::vector<int> SupportedClocks(int gpu) const = 0;  // SM clocks, MHz, ascending
 
   // Commands. False with *err when the back end refused.

@@ -1,10 +1,10 @@
 // inject.cc — libemo_inject.so, EMO's CUPTI tracer for unmodified CUDA programs. CUDA loads it when
 // CUDA_INJECTION64_PATH names it and calls InitializeInjection(); it subscribes to CUPTI activity
 // records, converts each completed buffer at once (CuptiRecordConverter; no raw buffers are kept)
-// and at exit writes one Kineto JSON file to $EMO_TRACE_DIR: emo-trace-rank<R>.json, R from RANK,
-// OMPI_COMM_WORLD_RANK or SLURM_PROCID, else emo-trace-pid<P>.json. Errors go to stderr as one
-// line each and never stop the traced program. With $EMO_PROFILE_RANGES set it profiles kernel
-// ranges instead of tracing (pack_profiler.h).
+// and at exit writes one Kineto JSON file to $EMO_TRACE_DIR: emo-trace-rank<R>.json, R from the
+// launcher's variables (trace/launcher_rank.h: RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID),
+// else emo-trace-pid<P>.json. Errors go to stderr as one line each and never stop the traced program.
+// With $EMO_PROFILE_RANGES set it profiles kernel ranges instead of tracing (pack_profiler.h).
 #include <cupti.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -17,6 +17,7 @@
 #include "inject/pack_profiler.h"
 #include "trace/cupti_records.h"
 #include "trace/kineto_writer.h"
+#include "trace/launcher_rank.h"
 
 namespace {
 
@@ -75,19 +76,6 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
   std::free(buffer);
 }
 
-// The rank from the launcher's environment, or -1.
-int RankFromEnv() {
-  for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
-    const char* v = std::getenv(var);
-    if (v && *v) {
-      char* end = nullptr;
-      long r = std::strtol(v, &end, 10);
-      if (*end == '\0' && r >= 0) return static_cast<int>(r);
-    }
-  }
-  return -1;
-}
-
 void WriteAtExit() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::lock_guard<std::mutex> lock(g_state->mu);
@@ -99,12 +87,10 @@ void WriteAtExit() {
   if (r.calls.empty() && r.ops.empty()) return;  // the process did no CUDA work worth a file
   const char* dir_env = std::getenv("EMO_TRACE_DIR");
   const std::string dir = dir_env && *dir_env ? dir_env : ".";
-  const int rank = RankFromEnv();
-  const char* world = std::getenv("WORLD_SIZE");
-  if (rank >= 0) r.rank = rank;
-  if (world && std::atoi(world) > 0) r.world_size = std::atoi(world);
-  const std::string path =
-      dir + "/emo-trace-" + (rank >= 0 ? "rank" + std::to_string(rank) : "pid" + std::to_string(getpid())) + ".json";
+  const emo::LauncherRank launcher = emo::RankFromEnvironment([](const char* var) { return std::getenv(var); });
+  if (launcher.rank >= 0) r.rank = launcher.rank;
+  if (launcher.world_size > 0) r.world_size = launcher.world_size;
+  const std::string path = dir + "/" + emo::TraceFileName(launcher, static_cast<long>(getpid()));
   r.source = path;
   std::string err;
   if (!emo::WriteKinetoJson(g_state->trace, 0, path, &err)) Warn(err);
@@ -129,7 +115,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (initialized) return 1;
   initialized = true;
   if (const char* ranges = std::getenv("EMO_PROFILE_RANGES"); ranges && *ranges) {  // `emo profile`
-    emo::StartPackProfiler(ranges, RankFromEnv());
+    emo::StartPackProfiler(ranges, emo::RankFromEnvironment([](const char* var) { return std::getenv(var); }).rank);
     return 1;
   }
   g_state = new State;

@@ -120,6 +120,8 @@ double FoldMismatch(const std::vector<double>& x, double var, double lag, size_t
   return s / static_cast<double>(n - 1) / (2 * var);
 }
 
+constexpr double kTieRel = 1e-9;  // mismatches this close (relative) are the same sum of the same pairs
+
 // The period (samples) within ±half of `lag` with the least fold mismatch over the whole trace.
 // The fold over n samples resolves the period to a fraction of lag/n samples (an error of δ moves
 // the last of its n/lag periods by δ·n/lag samples), too sharp for one grid over ±half on a long
@@ -132,19 +134,35 @@ double RefineFold(const std::vector<double>& x, double var, double lag, double h
   for (;;) {
     const double step = 0.1 * lag / static_cast<double>(n);
     const int steps = std::max(1, static_cast<int>(std::ceil(half / step)));
-    double best = lag, best_d = std::numeric_limits<double>::infinity();
+    std::vector<double> ts, ds;
     for (int i = -steps; i <= steps; ++i) {
       const double t = lag + step * i;
       if (t <= 0) continue;
-      const double d = FoldMismatch(x, var, t, n);
-      if (d < best_d) best_d = d, best = t;
+      ts.push_back(t);
+      ds.push_back(FoldMismatch(x, var, t, n));
     }
-    lag = best;
+    // The least mismatch; where neighbouring lags tie with it, the middle of that run. A period of
+    // a whole or simple fractional number of samples (2.5, 5, 10) folds the trace onto a few
+    // phases, and every lag that keeps those phases apart sorts the samples alike and scores
+    // exactly the same: the trace cannot tell them apart, and the first of them (the shortest)
+    // would bias every estimate low, the more so the shorter the suffix.
+    const size_t m = static_cast<size_t>(std::min_element(ds.begin(), ds.end()) - ds.begin());
+    const double tie = ds[m] + kTieRel * std::max(ds[m], 1e-12);
+    size_t lo = m, hi = m;
+    while (lo > 0 && ds[lo - 1] <= tie) --lo;
+    while (hi + 1 < ds.size() && ds[hi + 1] <= tie) ++hi;
+    lag = 0.5 * (ts[lo] + ts[hi]);
     if (n >= n_all) return lag;
     half = lag / static_cast<double>(n);
     n = std::min(n_all, 2 * n);
   }
 }
+
+// The half-width of a refinement around `lag` (samples), kept above min_lag: a lag under two
+// samples folds the trace exactly like its alias above two (a frequency f > 1/2 per sample reads
+// as 1 − f), so a search reaching below would find the alias of a short period (1.67 for 2.5) and,
+// clamped back to min_lag, land on neither.
+double AliasFreeHalf(double lag, double half, double min_lag) { return std::max(0.0, std::min(half, lag - min_lag)); }
 
 // TCompute with extra candidates (upstream passes the earlier suffix estimates). Candidates:
 // GPOEO's spectral peaks (§2 Candidates 1) and the local minima of the mismatch at whole lags
@@ -208,7 +226,7 @@ double Estimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOpti
   // features are narrower than a sample).
   for (auto& [d, lag] : ranked) {
     const size_t prefix = static_cast<size_t>(std::ceil(kScreenPeriods * lag)) + 1;
-    lag = RefineFold(x, var, lag, 1.0, prefix);
+    lag = RefineFold(x, var, lag, AliasFreeHalf(lag, 1.0, min_lag), prefix);
     d = FoldMismatch(x, var, lag, prefix);
   }
   std::sort(ranked.begin(), ranked.end());
@@ -235,7 +253,7 @@ double Estimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOpti
   std::vector<double> lags, ds, dips;
   for (double c : cands) {
     const double half = std::clamp(c * c / static_cast<double>(n), 1.0, std::max(1.0, 0.1 * c));
-    const double lag = std::clamp(RefineFold(x, var, c, half), min_lag, max_lag);
+    const double lag = std::clamp(RefineFold(x, var, c, AliasFreeHalf(c, half, min_lag)), min_lag, max_lag);
     const double d = FoldMismatch(x, var, lag, n);
     double above = 0;  // the largest mismatch at a shorter whole lag
     for (size_t l = 1; static_cast<double>(l) < lag && l <= max_whole; ++l) above = std::max(above, whole[l]);
@@ -353,8 +371,23 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
     const size_t begin = static_cast<size_t>(std::lround((duration - left) / dt_s));
     const std::vector<double> suffix(x.begin() + static_cast<long>(begin), x.end());
     double s = -1;
-    const double t = Estimate(suffix, dt_s, o, r.estimates_s, &s);
+    double t = Estimate(suffix, dt_s, o, r.estimates_s, &s);
     if (t <= 0) break;
+    // EMO: the suffix agrees with the whole trace when the whole trace's period, refined on the
+    // suffix, folds it about as well as the suffix's own choice does (the same match_rel/match_abs
+    // as the choice among candidates). A shorter trace separates a period from its multiples and
+    // aliases less sharply (a few phases per period on 100 ms readings), so its own shortest
+    // "about as good" candidate can be a multiple or an alias of the period (1/3 of a 1 s period
+    // with a dip in one reading of ten) that the suffix does not contradict; only a suffix that
+    // the whole trace's period fails to fold is evidence of another period (a phase change).
+    const double sd = Std(suffix.data(), suffix.size());
+    if (sd > 0 && s >= 0) {
+      const double c = t0 / dt_s, n_suffix = static_cast<double>(suffix.size());
+      const double half = std::clamp(c * c / n_suffix, 1.0, std::max(1.0, 0.1 * c));
+      const double lag = RefineFold(suffix, sd * sd, c, AliasFreeHalf(c, half, o.min_period_samples));
+      const double d = FoldMismatch(suffix, sd * sd, lag, suffix.size());
+      if (d <= s * (1 + o.match_rel) + o.match_abs) t = lag * dt_s, s = d;
+    }
     r.estimates_s.push_back(t);
     scores.push_back(s < 0 ? kInvalid : s);
   }

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "sim/engine.h"
@@ -82,11 +83,18 @@ const double kPeriods[] = {0.25, 0.31, 0.5, 0.77, 1.0, 1.37, 2.2, 3.0};
 // least 10 s, as the controller's detection would have by then.
 double Duration(double period_s) { return std::max(12 * period_s, 10.0); }
 
+// The suffix estimates, for failure messages.
+std::string Estimates(const GpoeoPeriod& p) {
+  std::string s = "estimates";
+  for (double t : p.estimates_s) s += " " + std::to_string(t);
+  return s;
+}
+
 void ExpectPeriod(const Shape& shape, double noise, const char* what, unsigned seed) {
   for (double period : kPeriods) {
     const GpoeoPeriod p = DetectOnCounter(EnergyCounter(period, Duration(period), noise, shape, seed));
     EXPECT_TRUE(p.periodic()) << what << " T=" << period << ": " << GpoeoVerdictName(p.verdict) << ", " << p.reason
-                              << " (found " << p.period_s << ")";
+                              << " (found " << p.period_s << "; " << Estimates(p) << ")";
     EXPECT_NEAR(p.period_s / period, 1, 0.02) << what << " T=" << period;
   }
 }
@@ -103,7 +111,7 @@ TEST(GpoeoPeriod, PipelineMicroBatchesDoNotHideTheIteration) {
   for (double period : {1.6, 2.47, 3.0}) {
     const GpoeoPeriod p = DetectOnCounter(EnergyCounter(period, Duration(period), 20, Pipeline, 4));
     EXPECT_TRUE(p.periodic()) << period << ": " << p.reason;
-    EXPECT_NEAR(p.period_s / period, 1, 0.02) << period;
+    EXPECT_NEAR(p.period_s / period, 1, 0.02) << period << ": " << Estimates(p);
   }
 }
 
@@ -118,7 +126,7 @@ TEST(GpoeoPeriod, StrongHarmonicIsNotThePeriod) {
   for (double period : {0.9, 1.2, 2.5}) {
     const GpoeoPeriod p = DetectOnCounter(EnergyCounter(period, Duration(period), 10, shape, 5));
     EXPECT_TRUE(p.periodic()) << period << ": " << p.reason;
-    EXPECT_NEAR(p.period_s / period, 1, 0.02) << period;
+    EXPECT_NEAR(p.period_s / period, 1, 0.02) << period << ": " << Estimates(p);
   }
 }
 
@@ -131,7 +139,7 @@ TEST(GpoeoPeriod, PowerReadingsAsTheFallback) {
     const GpoeoUniform u = GpoeoUniformSignal({power}, false);
     const GpoeoPeriod p = GpoeoDetectPeriod(u.x, u.dt_s);
     EXPECT_TRUE(p.periodic()) << period << ": " << p.reason;
-    EXPECT_NEAR(p.period_s / period, 1, 0.02) << period;
+    EXPECT_NEAR(p.period_s / period, 1, 0.02) << period << ": " << Estimates(p);
   }
 }
 

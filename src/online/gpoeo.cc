@@ -324,13 +324,6 @@ double Gpoeo::MeanPower(double from_s, double period_s) const {
   return MeanTail(tail.power_w, WholePeriods(tail.size(), Dt(), period_s));
 }
 
-std::vector<double> Gpoeo::Signal(const GpoeoSamples& s) const {
-  std::vector<double> u, m;
-  for (double x : s.util) u.push_back(100 * x);
-  for (double x : s.mem_util) m.push_back(100 * x);
-  return GpoeoSignal(s.power_w, limit_w_, u, m);
-}
-
 void Gpoeo::Tick(double now_ns) {
   if (!error().empty()) return;  // the back end failed: the method stops acting
   now_s_ = now_ns * 1e-9;
@@ -399,8 +392,27 @@ void Gpoeo::Tick(double now_ns) {
   }
 }
 
+GpoeoPeriod Gpoeo::DetectPeriod(double from_s, const GpoeoPeriodOptions& po) const {
+  const bool counters = gpus_->Offers(Reading::kEnergy);
+  std::vector<GpoeoSeries> series;
+  for (size_t g = 0; g < energy_.size(); ++g) {
+    const Updates& u = counters ? energy_[g] : series_[3 * g];  // the energy counter, else power
+    GpoeoSeries s;
+    for (size_t i = 0; i < u.s.t_s.size(); ++i)
+      if (u.s.t_s[i] >= from_s) s.t_s.push_back(u.s.t_s[i]), s.v.push_back(u.s.v[i]);
+    series.push_back(std::move(s));
+  }
+  const GpoeoUniform u = GpoeoUniformSignal(series, counters);
+  if (u.x.empty()) {
+    GpoeoPeriod p;
+    p.reason = "fewer than 3 updates of the readings";
+    return p;
+  }
+  return GpoeoDetectPeriod(u.x, u.dt_s, po);
+}
+
 void Gpoeo::Detect(double now_s) {
-  detected_ = GpoeoDetectPeriod(Signal(trace_), Dt());
+  detected_ = DetectPeriod(trace_start_s_, GpoeoPeriodOptions{});
   if (detected_.verdict == GpoeoVerdict::kAperiodic || detected_.verdict == GpoeoVerdict::kFlat) {
     state_ = State::kAperiodic;  // the default clock stays; look again later
     ticks_ = 0;
@@ -458,8 +470,7 @@ void Gpoeo::EndProbe(double now_s) {
   GpoeoPeriodOptions po;
   po.clock_change = -1;  // every probe is at or below the default clock
   po.previous_period_s = period_s_;
-  const std::vector<double> signal = Signal(trace_);
-  const GpoeoPeriod p = GpoeoDetectPeriod(signal, Dt(), po);
+  const GpoeoPeriod p = DetectPeriod(trace_start_s_, po);
   double e = kInf, t = kInf;
   if (p.period_s > 0) {
     const double period = FoldPeriod(trace_start_s_, p.period_s, kFoldRange);
@@ -496,9 +507,7 @@ void Gpoeo::EndSearch(double now_s) {
 }
 
 void Gpoeo::Check(double now_s) {
-  GpoeoPeriodOptions po;
-  const std::vector<double> signal = Signal(trace_);
-  const GpoeoPeriod p = GpoeoDetectPeriod(signal, Dt(), po);
+  const GpoeoPeriod p = DetectPeriod(trace_start_s_, GpoeoPeriodOptions{});
   const double period = p.periodic() ? FoldPeriod(trace_start_s_, p.period_s, kFoldRange) : chosen_period_s_;
   const double power = MeanPower(trace_start_s_, period);
   // A multiple or sub-multiple of the period held is the same iteration seen through another

@@ -17,7 +17,9 @@
 // - Readings as NVML gives them: the energy counter advances every ~100 ms, the A100's power
 //   reading is one 25 ms window of every 100 ms, utilisation covers 1/6 s. A probe's energy is the
 //   energy counter's between two of its updates spanning about a whole number of periods (upstream:
-//   sampled power × T), its period the lag at which the readings' updates match themselves
+//   sampled power × T), its period detected on the energy counters' mean power per update
+//   interval (GpoeoUniformSignal; upstream: GPOEO's signal from the polled power and utilisation)
+//   and refined where the readings' updates match themselves
 //   (GpoeoFoldPeriod), and a probe lasts at least 4 s; the reference at the default clock likewise,
 //   past the detection trace's first second.
 // - Aperiodic phases keep the default clock (upstream's IPS proxy needs counters).
@@ -118,7 +120,10 @@ class Gpoeo : public OnlineMethod {
   void EndSearch(double now_s);
   void Check(double now_s);
   double Dt() const { return o_.sample_ms * 1e-3; }
-  std::vector<double> Signal(const GpoeoSamples& s) const;
+  // GPOEO's period detection on the readings' updates since from_s: the energy counters' mean
+  // power per update interval where the back end offers them, else the power readings
+  // (GpoeoUniformSignal).
+  GpoeoPeriod DetectPeriod(double from_s, const GpoeoPeriodOptions& po) const;
   // A new measurement: the trace and the readings' updates start over.
   void ClearTrace();
   // The period refined on the readings' updates since from_s, within ±rel of period_s.

@@ -1,23 +1,20 @@
 // gpoeo_period.cc — GPOEO's period detection (GPOEO.md §2; upstream EPOpt/SpectrumAnalysis.py):
-// candidates from the FFT magnitude spectrum, the plateau-matching score, the grid refinement, and
-// the suffix estimates that decide whether the trace is periodic.
+// candidates from the FFT magnitude spectrum and EMO's lag-mismatch choice among them, and the
+// suffix estimates that decide whether the trace is periodic; the uniform signal from NVML's updates.
 #include "online/gpoeo_period.h"
 
 #include <fftw3.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace emo {
 
 namespace {
 
-constexpr double kInvalid = 1e4;  // upstream MAPEMax: the score of a period the trace cannot test
-// A sample more than this share of the window's range from its plateau's mean starts a new plateau.
-// Upstream clusters around the densest quantile with 3-4 % mean tolerances (GrpClustering); this
-// simpler split gives the same plateaus on piecewise-level signals.
-constexpr double kPlateauBand = 0.15;
+constexpr double kInvalid = 1e4;  // the score of an estimate the trace cannot test
 
 double Mean(const double* x, size_t n) {
   double s = 0;
@@ -32,26 +29,6 @@ double Std(const double* x, size_t n) {
   return n ? std::sqrt(s / static_cast<double>(n)) : 0;
 }
 
-// Plateau bounds of w[0, n): 0 = b0 < b1 < ... < bk = n.
-std::vector<size_t> Plateaus(const double* w, size_t n) {
-  const auto [lo, hi] = std::minmax_element(w, w + n);
-  const double band = kPlateauBand * (*hi - *lo);
-  std::vector<size_t> b = {0};
-  double sum = w[0];
-  double count = 1;
-  for (size_t i = 1; i < n; ++i) {
-    if (std::abs(w[i] - sum / count) > band) {
-      b.push_back(i);
-      sum = 0;
-      count = 0;
-    }
-    sum += w[i];
-    count += 1;
-  }
-  b.push_back(n);
-  return b;
-}
-
 // Magnitudes |X_k|, k < nfft/2, of x zero-padded to nfft points; no window, no detrending (§2 Candidates 1).
 std::vector<double> Spectrum(const std::vector<double>& x, size_t nfft) {
   std::vector<double> in(nfft, 0.0);
@@ -64,26 +41,6 @@ std::vector<double> Spectrum(const std::vector<double>& x, size_t nfft) {
   fftw_destroy_plan(plan);
   fftw_free(out);
   return mag;
-}
-
-// Approximate common multiples, at least about `min_lcm`, of the short candidates (upstream
-// ApproximateLCM): steps of 0.2·max(factors), each kept when it is within lcm_tolerance of a whole
-// number of every factor; a few alternatives, none near twice the first.
-std::vector<double> ApproximateLcm(const std::vector<double>& factors, double min_lcm, double tolerance) {
-  const double fmax = *std::max_element(factors.begin(), factors.end());
-  double lcm = std::round(min_lcm / fmax) < min_lcm / fmax ? fmax * std::round(min_lcm / fmax) : min_lcm;
-  std::vector<double> out;
-  for (int step = 0; step < 100000; ++step, lcm += 0.2 * fmax) {
-    double worst = 0;
-    for (double f : factors) {
-      const double whole = std::max(1.0, std::round(lcm / f));
-      worst = std::max(worst, std::abs(lcm / f - whole) / whole);
-    }
-    if (worst >= tolerance) continue;
-    if (!out.empty() && (lcm / out[0] > 1.3 || out.size() >= factors.size() || out.back() - out[0] > 0.6 * fmax)) break;
-    out.push_back(lcm);
-  }
-  return out;
 }
 
 }  // namespace
@@ -125,161 +82,207 @@ std::vector<double> GpoeoSignal(const std::vector<double>& power_w, double power
   return best;
 }
 
-double GpoeoScore(const std::vector<double>& x, double dt_s, double t_s, double t_ref_s) {
-  const double duration = static_cast<double>(x.size() - 1) * dt_s;
-  if (x.size() < 4 || t_s <= 0 || t_s > 0.5 * duration) return kInvalid;  // candidates over half the trace
-  const double per = t_s / dt_s;  // samples per period, fractional: windows start at round(k·per)
-  const size_t n = static_cast<size_t>(per);
-  if (n < 2) return kInvalid;
-  std::vector<size_t> start;
-  for (size_t k = 0;; ++k) {
-    const size_t s = static_cast<size_t>(std::lround(static_cast<double>(k) * per));
-    if (s + n > x.size()) break;
-    start.push_back(s);
-  }
-  if (start.size() < 2) return kInvalid;
-  std::vector<double> pair_scores;
-  for (size_t k = 0; k + 1 < start.size(); ++k) {
-    const double* w0 = x.data() + start[k];
-    const double* w1 = x.data() + start[k + 1];
-    const double m0 = Mean(w0, n), m1 = Mean(w1, n);
-    const std::vector<size_t> b = Plateaus(Std(w0, n) < Std(w1, n) ? w1 : w0, n);  // the higher-variance one
-    const double level = std::max(std::abs(0.5 * (m0 + m1)), 1e-12);
-    double sum = 0;
-    for (size_t g = 0; g + 1 < b.size(); ++g) {
-      const size_t len = b[g + 1] - b[g];
-      const double o0 = Mean(w0 + b[g], len) - m0;
-      const double o1 = Mean(w1 + b[g], len) - m1;
-      sum += std::abs(o1 - o0) / level * 100 * static_cast<double>(len);
-    }
-    pair_scores.push_back(sum / static_cast<double>(n));
-  }
-  // Upstream DistributionMAPE's TRef: group by ceil(TRef/T) and average the groups' maxima.
-  if (t_ref_s > 0 && t_ref_s / t_s >= 1.7) {
-    const size_t each = static_cast<size_t>(std::ceil(t_ref_s / t_s));
-    std::vector<double> grouped;
-    for (size_t i = 0; i < pair_scores.size(); i += each) {
-      const size_t end = std::min(i + each, pair_scores.size());
-      grouped.push_back(
-          *std::max_element(pair_scores.begin() + static_cast<long>(i), pair_scores.begin() + static_cast<long>(end)));
-    }
-    pair_scores = grouped;
-  }
-  return Mean(pair_scores.data(), pair_scores.size());
-}
-
 namespace {
 
-// TCompute with extra candidates (upstream passes the earlier suffix estimates).
+// The lag mismatch at a whole number of samples (no interpolation), given x's variance.
+double WholeLagMismatch(const std::vector<double>& x, double var, size_t lag) {
+  if (var <= 0 || lag == 0 || lag + 2 > x.size()) return 1;
+  double s = 0;
+  const size_t m = x.size() - lag;
+  for (size_t i = 0; i < m; ++i) s += (x[i + lag] - x[i]) * (x[i + lag] - x[i]);
+  return s / static_cast<double>(m) / (2 * var);
+}
+
+// The fold mismatch of x[0, n) at a period of `lag` samples (fractional): the samples ordered by
+// their phase within the period, the mean squared difference of neighbours in that order, over
+// twice the variance (0: x repeats at that period; about 1: unrelated samples). Unlike comparing
+// x with itself shifted by a fractional lag, it interpolates nothing, so a feature narrower than a
+// sample (a short dip in a 100 ms average) still lines up: each sample is a box average starting
+// at its phase, and at the true period the samples of neighbouring phases from all periods trace
+// one curve. At a multiple of the period the phases are spread k times thinner, so the period
+// itself matches at least as well as its multiples.
+double FoldMismatch(const std::vector<double>& x, double var, double lag, size_t n) {
+  n = std::min(n, x.size());
+  if (var <= 0 || lag <= 0 || n < 3) return 1;
+  // (phase, index): samples of equal phase stay in time order (sorting them by value would make
+  // any lag that gathers samples into a few phases, a whole lag of 2 say, match by construction).
+  std::vector<std::pair<double, size_t>> folded(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double p = static_cast<double>(i) / lag;
+    folded[i] = {p - std::floor(p), i};
+  }
+  std::sort(folded.begin(), folded.end());
+  double s = 0;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    const double d = x[folded[i + 1].second] - x[folded[i].second];
+    s += d * d;
+  }
+  return s / static_cast<double>(n - 1) / (2 * var);
+}
+
+constexpr double kTieRel = 1e-9;  // mismatches this close (relative) are the same sum of the same pairs
+
+// The period (samples) within ±half of `lag` with the least fold mismatch over the whole trace.
+// The fold over n samples resolves the period to a fraction of lag/n samples (an error of δ moves
+// the last of its n/lag periods by δ·n/lag samples), too sharp for one grid over ±half on a long
+// trace; so the search starts on a prefix of about 4 periods and doubles it, each time searching
+// ±lag/(previous prefix) around the previous best, in steps that move the prefix's last sample by
+// a tenth of a sample. With n_max, only the first n_max samples.
+double RefineFold(const std::vector<double>& x, double var, double lag, double half, size_t n_max = SIZE_MAX) {
+  const size_t n_all = std::min(x.size(), n_max);
+  size_t n = std::min(n_all, static_cast<size_t>(std::ceil(4 * lag)) + 1);
+  for (;;) {
+    const double step = 0.1 * lag / static_cast<double>(n);
+    const int steps = std::max(1, static_cast<int>(std::ceil(half / step)));
+    std::vector<double> ts, ds;
+    for (int i = -steps; i <= steps; ++i) {
+      const double t = lag + step * i;
+      if (t <= 0) continue;
+      ts.push_back(t);
+      ds.push_back(FoldMismatch(x, var, t, n));
+    }
+    // The least mismatch; where neighbouring lags tie with it, the middle of that run. A period of
+    // a whole or simple fractional number of samples (2.5, 5, 10) folds the trace onto a few
+    // phases, and every lag that keeps those phases apart sorts the samples alike and scores
+    // exactly the same: the trace cannot tell them apart, and the first of them (the shortest)
+    // would bias every estimate low, the more so the shorter the suffix.
+    const size_t m = static_cast<size_t>(std::min_element(ds.begin(), ds.end()) - ds.begin());
+    const double tie = ds[m] + kTieRel * std::max(ds[m], 1e-12);
+    size_t lo = m, hi = m;
+    while (lo > 0 && ds[lo - 1] <= tie) --lo;
+    while (hi + 1 < ds.size() && ds[hi + 1] <= tie) ++hi;
+    lag = 0.5 * (ts[lo] + ts[hi]);
+    if (n >= n_all) return lag;
+    half = lag / static_cast<double>(n);
+    n = std::min(n_all, 2 * n);
+  }
+}
+
+// The half-width of a refinement around `lag` (samples), kept above min_lag: a lag under two
+// samples folds the trace exactly like its alias above two (a frequency f > 1/2 per sample reads
+// as 1 − f), so a search reaching below would find the alias of a short period (1.67 for 2.5) and,
+// clamped back to min_lag, land on neither.
+double AliasFreeHalf(double lag, double half, double min_lag) { return std::max(0.0, std::min(half, lag - min_lag)); }
+
+// TCompute with extra candidates (upstream passes the earlier suffix estimates). Candidates:
+// GPOEO's spectral peaks (§2 Candidates 1) and the local minima of the mismatch at whole lags
+// (which include the period's multiples, so a fundamental too weak in the spectrum is not lost),
+// the best kMaxCandidates of them, each refined by folding. The shortest that matches about as
+// well as the best and is a dip wins (GpoeoPeriodOptions::match_rel, min_dip).
+constexpr size_t kMaxCandidates = 12;
+constexpr double kScreenPeriods = 8;
 double Estimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOptions& o,
                 const std::vector<double>& extra, double* score) {
   *score = -1;
   const size_t n = x.size();
+  const double sd = Std(x.data(), n);
+  const double var = sd * sd;
+  if (n < 8 || var <= 0) return 0;
   const double span = static_cast<double>(n) * dt_s;
-  std::vector<double> cands;
+  // Lags the trace can test: at least min_period_samples, at most TUpBound and half the trace
+  // (candidates over half the trace are invalid, §2 Scoring).
+  const double min_lag = o.min_period_samples;
+  const double max_lag = std::min(o.t_up_bound_s / dt_s, 0.5 * static_cast<double>(n - 1));
+  if (max_lag < min_lag) return 0;
+  const size_t max_whole = static_cast<size_t>(max_lag) + 1;
+  std::vector<double> whole(max_whole + 1, 1.0);  // whole[L]: the mismatch at lag L
+  for (size_t lag = 1; lag <= max_whole; ++lag) whole[lag] = WholeLagMismatch(x, var, lag);
+  std::vector<std::pair<double, double>> ranked;  // (mismatch at the nearest whole lag, lag)
+  auto add = [&](double lag) {
+    if (lag < min_lag || lag > max_lag) return;
+    ranked.push_back({whole[static_cast<size_t>(std::lround(lag))], lag});
+  };
+  for (size_t lag = 2; lag < max_whole; ++lag)
+    if (whole[lag] < whole[lag - 1] && whole[lag] <= whole[lag + 1]) add(static_cast<double>(lag));
+  // §2 Candidates 1: the spectrum's peaks; when the longest exceeds ⅔ of the trace, zero-pad and redo once.
   size_t ratio = 1;
-  for (int pass = 0; pass < 2; ++pass) {  // §2 Candidates 1
+  for (int pass = 0; pass < 2; ++pass) {
     const size_t nfft = ratio * n;
     const std::vector<double> mag = Spectrum(x, nfft);
     std::vector<size_t> peaks;
     for (size_t k = 1; k + 1 < mag.size(); ++k)
       if (mag[k] > mag[k - 1] && mag[k] >= mag[k + 1]) peaks.push_back(k);
     std::sort(peaks.begin(), peaks.end(), [&](size_t a, size_t b) { return mag[a] > mag[b]; });
-    cands.clear();
+    std::vector<double> spectral;
     double strongest = -1;
     for (size_t k : peaks) {
       const double t = static_cast<double>(nfft) * dt_s / static_cast<double>(k);
       if (t > o.t_up_bound_s) continue;
       if (strongest < 0) strongest = mag[k];
       if (mag[k] <= o.peak_ratio * strongest) continue;
-      cands.push_back(t);
-      if (static_cast<int>(cands.size()) >= o.max_candidates) break;
+      spectral.push_back(t);
+      if (static_cast<int>(spectral.size()) >= o.max_candidates) break;
     }
-    if (cands.empty() || strongest <= 0) return 0;
-    const double longest = *std::max_element(cands.begin(), cands.end());
+    const double longest = spectral.empty() ? 0 : *std::max_element(spectral.begin(), spectral.end());
     if (pass == 0 && longest > 2.0 / 3.0 * span) {
       ratio = static_cast<size_t>(std::ceil(1.5 * o.t_up_bound_s / span));
       if (ratio > 1) continue;
     }
+    for (double t : spectral) add(t / dt_s);
     break;
   }
-  // §2 Candidates 2: short candidates give way to approximate common multiples; the longest of them stays.
-  const double short_bound = o.short_period_samples * dt_s;
-  std::vector<double> factors, scaled;
-  for (double t : cands) (t < short_bound ? factors : scaled).push_back(t);
-  double factor_max = 1e4;
-  if (!factors.empty()) {
-    factor_max = *std::max_element(factors.begin(), factors.end());
-    scaled.push_back(factor_max);
-    for (double t : ApproximateLcm(factors, short_bound, o.lcm_tolerance)) scaled.push_back(t);
+  // The best kMaxCandidates of them by a first fold over kScreenPeriods periods (cheap: the
+  // whole-lag mismatch itself ranks a period badly when it falls between two whole lags and its
+  // features are narrower than a sample).
+  for (auto& [d, lag] : ranked) {
+    const size_t prefix = static_cast<size_t>(std::ceil(kScreenPeriods * lag)) + 1;
+    lag = RefineFold(x, var, lag, AliasFreeHalf(lag, 1.0, min_lag), prefix);
+    d = FoldMismatch(x, var, lag, prefix);
   }
-  for (double t : extra) scaled.push_back(t);
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<double> cands;
+  for (const auto& [d, lag] : ranked)
+    if (cands.size() < kMaxCandidates) cands.push_back(lag);
+  for (double t : extra)
+    if (t / dt_s >= min_lag && t / dt_s <= max_lag) cands.push_back(t / dt_s);
   // §2 Candidates 3: after a clock change only candidates near the previous period stay.
   if (o.clock_change != 0 && o.previous_period_s > 0) {
-    const double lo = o.previous_period_s * (o.clock_change < 0 ? 0.8 : 0.66);
-    const double hi = o.previous_period_s * (o.clock_change < 0 ? 1.5 : 1.25);
+    const double lo = o.previous_period_s / dt_s * (o.clock_change < 0 ? 0.8 : 0.66);
+    const double hi = o.previous_period_s / dt_s * (o.clock_change < 0 ? 1.5 : 1.25);
     std::vector<double> kept;
-    for (double t : scaled)
-      if (t >= lo && t <= hi) kept.push_back(t);
+    for (double c : cands)
+      if (c >= lo && c <= hi) kept.push_back(c);
     if (kept.empty())
       for (int i = 0; i < 4; ++i) kept.push_back(lo + (hi - lo) * i / 4);
-    scaled = kept;
+    cands = kept;
   }
-  const double t_ref = *std::max_element(scaled.begin(), scaled.end());
-  std::vector<double> scores(scaled.size());
-  int invalid = 0;
-  for (size_t i = 0; i < scaled.size(); ++i) {
-    scores[i] = GpoeoScore(x, dt_s, scaled[i], t_ref);
-    if (scores[i] >= kInvalid) ++invalid;
+  if (cands.empty()) return 0;
+  // Each candidate moves to the least fold mismatch within a sample of it (a whole lag or a
+  // spectral peak is that close to a period of a few samples; a longer period's spectral peak is
+  // known to about T²/span, hence up to a tenth of T).
+  std::vector<double> lags, ds, dips;
+  for (double c : cands) {
+    const double half = std::clamp(c * c / static_cast<double>(n), 1.0, std::max(1.0, 0.1 * c));
+    const double lag = std::clamp(RefineFold(x, var, c, AliasFreeHalf(c, half, min_lag)), min_lag, max_lag);
+    const double d = FoldMismatch(x, var, lag, n);
+    double above = 0;  // the largest mismatch at a shorter whole lag
+    for (size_t l = 1; static_cast<double>(l) < lag && l <= max_whole; ++l) above = std::max(above, whole[l]);
+    lags.push_back(lag);
+    ds.push_back(d);
+    dips.push_back(above - d);
   }
-  // The strongest candidate, or half of them, untestable: the trace is too short (score -1).
-  if (scores[0] >= kInvalid || 2 * invalid >= static_cast<int>(scores.size())) return scaled[0];
-  size_t best = static_cast<size_t>(std::min_element(scores.begin(), scores.end()) - scores.begin());
-  double t = scaled[best];
-  double s = scores[best];
-  // §2 Refinement: a grid of refine_steps over ±0.7·(fs/2)/N in frequency (at least ±15 % of T),
-  // re-centred on its best point until that lies in the grid's inner 20-80 %, at most refine_rounds times.
-  const double half_bin = 0.7 * (0.5 / dt_s) / static_cast<double>(n);
-  for (int round = 0; round < o.refine_rounds; ++round) {
-    const double f0 = 1 / t;
-    double lo = 1 / (f0 + half_bin);
-    double hi = f0 - half_bin > 0 ? 1 / (f0 - half_bin) : 1.5 * t;
-    lo = std::min(lo, (1 - o.refine_min_half_width) * t);
-    hi = std::max(hi, (1 + o.refine_min_half_width) * t);
-    // Upstream bounds the grid by half the largest short factor, so a common multiple is not overshot.
-    lo = std::max(lo, t - 0.5 * factor_max);
-    hi = std::min(hi, t + 0.5 * factor_max);
-    int best_i = -1;
-    for (int i = 0; i <= o.refine_steps; ++i) {
-      const double ti = lo + (hi - lo) * i / o.refine_steps;
-      const double si = GpoeoScore(x, dt_s, ti, t_ref);
-      if (si < s) {
-        s = si;
-        t = ti;
-        best_i = i;
-      }
-    }
-    if (best_i < 0 || (best_i >= 0.2 * o.refine_steps && best_i <= 0.8 * o.refine_steps)) break;
-  }
-  if (t < short_bound) t *= std::round(short_bound / t);  // a short result is scaled up (upstream TCompute)
-  *score = s;
-  return t;
+  double best = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < lags.size(); ++i)
+    if (dips[i] >= o.min_dip) best = std::min(best, ds[i]);
+  if (!std::isfinite(best)) return 0;  // nothing dips: a drift, a walk or noise
+  size_t pick = lags.size();
+  for (size_t i = 0; i < lags.size(); ++i)
+    if (dips[i] >= o.min_dip && ds[i] <= best * (1 + o.match_rel) + o.match_abs &&
+        (pick == lags.size() || lags[i] < lags[pick]))
+      pick = i;
+  *score = ds[pick];
+  if (*score > o.max_mismatch) return 0;  // the best period does not repeat the signal
+  return lags[pick] * dt_s;
 }
 
-// Whether x repeats itself at a lag of t_s: the mean squared difference between samples one
-// period apart is under `share` of twice the variance (which unrelated samples would give), over
-// at least 3 periods. A small ripple that recurs every period is structure, not a level signal:
+// Whether x repeats itself at a period of t_s: its fold mismatch there is under `share`, over at
+// least 3 periods. A small ripple that recurs every period is structure, not a level signal:
 // NVML-like readings (A100 power one 25 ms window per 100 ms, utilisation over 1/6 s, an NCCL
 // kernel that waits counting as busy) flatten a training iteration to a few percent.
 bool Repeats(const std::vector<double>& x, double dt_s, double t_s, double share) {
-  if (t_s <= 0) return false;
-  const size_t lag = static_cast<size_t>(std::lround(t_s / dt_s));
-  if (lag < 2 || x.size() < 3 * lag) return false;
-  const double var = Std(x.data(), x.size()) * Std(x.data(), x.size());
-  if (var <= 0) return false;
-  double d = 0;
-  for (size_t i = lag; i < x.size(); ++i) d += (x[i] - x[i - lag]) * (x[i] - x[i - lag]);
-  return d / static_cast<double>(x.size() - lag) < share * 2 * var;
+  if (t_s <= 0 || static_cast<double>(x.size()) * dt_s < 3 * t_s) return false;
+  const double sd = Std(x.data(), x.size());
+  return sd > 0 && FoldMismatch(x, sd * sd, t_s / dt_s, x.size()) < share;
 }
 
 // §2 Stability, flat: over the last windows the means agree, the spread and the largest deviation
@@ -319,6 +322,12 @@ double GpoeoEstimate(const std::vector<double>& x, double dt_s, const GpoeoPerio
   return Estimate(x, dt_s, o, {}, score);
 }
 
+double GpoeoMismatch(const std::vector<double>& x, double dt_s, double t_s) {
+  if (x.empty() || dt_s <= 0) return 1;
+  const double sd = Std(x.data(), x.size());
+  return FoldMismatch(x, sd * sd, t_s / dt_s, x.size());
+}
+
 GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const GpoeoPeriodOptions& o) {
   GpoeoPeriod r;
   if (x.size() < 8) {
@@ -327,6 +336,12 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
   }
   const double duration = static_cast<double>(x.size() - 1) * dt_s;
   const bool long_enough = duration >= o.aperiodic_trace_bounds * o.t_up_bound_s;
+  const double level = std::abs(Mean(x.data(), x.size()));
+  if (level > 0 && Std(x.data(), x.size()) < o.min_ripple * level) {
+    r.verdict = GpoeoVerdict::kFlat;
+    r.reason = "the signal is level: its ripple is under 1 % of its mean";
+    return r;
+  }
   double score = -1;
   const double t0 = Estimate(x, dt_s, o, {}, &score);
   if (Flat(x, dt_s, t0, o)) {
@@ -336,7 +351,7 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
   }
   if (t0 <= 0) {
     r.verdict = long_enough ? GpoeoVerdict::kAperiodic : GpoeoVerdict::kUnstable;
-    r.reason = "no peak in the spectrum";
+    r.reason = "nothing repeats";
     return r;
   }
   r.period_s = t0;
@@ -356,8 +371,23 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
     const size_t begin = static_cast<size_t>(std::lround((duration - left) / dt_s));
     const std::vector<double> suffix(x.begin() + static_cast<long>(begin), x.end());
     double s = -1;
-    const double t = Estimate(suffix, dt_s, o, r.estimates_s, &s);
+    double t = Estimate(suffix, dt_s, o, r.estimates_s, &s);
     if (t <= 0) break;
+    // EMO: the suffix agrees with the whole trace when the whole trace's period, refined on the
+    // suffix, folds it about as well as the suffix's own choice does (the same match_rel/match_abs
+    // as the choice among candidates). A shorter trace separates a period from its multiples and
+    // aliases less sharply (a few phases per period on 100 ms readings), so its own shortest
+    // "about as good" candidate can be a multiple or an alias of the period (1/3 of a 1 s period
+    // with a dip in one reading of ten) that the suffix does not contradict; only a suffix that
+    // the whole trace's period fails to fold is evidence of another period (a phase change).
+    const double sd = Std(suffix.data(), suffix.size());
+    if (sd > 0 && s >= 0) {
+      const double c = t0 / dt_s, n_suffix = static_cast<double>(suffix.size());
+      const double half = std::clamp(c * c / n_suffix, 1.0, std::max(1.0, 0.1 * c));
+      const double lag = RefineFold(suffix, sd * sd, c, AliasFreeHalf(c, half, o.min_period_samples));
+      const double d = FoldMismatch(suffix, sd * sd, lag, suffix.size());
+      if (d <= s * (1 + o.match_rel) + o.match_abs) t = lag * dt_s, s = d;
+    }
     r.estimates_s.push_back(t);
     scores.push_back(s < 0 ? kInvalid : s);
   }
@@ -475,6 +505,48 @@ double GpoeoFoldPeriod(const std::vector<GpoeoSeries>& series, double period_s, 
     }
   }
   return best;
+}
+
+namespace {
+
+// A series' value at t, linearly interpolated between its updates (t within them).
+double ValueAt(const GpoeoSeries& s, double t) {
+  const size_t j = static_cast<size_t>(std::upper_bound(s.t_s.begin(), s.t_s.end(), t) - s.t_s.begin());
+  if (j == 0) return s.v.front();
+  if (j >= s.t_s.size()) return s.v.back();
+  const double w = (t - s.t_s[j - 1]) / (s.t_s[j] - s.t_s[j - 1]);
+  return s.v[j - 1] + w * (s.v[j] - s.v[j - 1]);
+}
+
+}  // namespace
+
+GpoeoUniform GpoeoUniformSignal(const std::vector<GpoeoSeries>& series, bool cumulative) {
+  GpoeoUniform u;
+  if (series.empty()) return u;
+  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+  for (const GpoeoSeries& s : series) {
+    if (s.t_s.size() < 3) return u;
+    lo = std::max(lo, s.t_s.front());
+    hi = std::min(hi, s.t_s.back());
+  }
+  const std::vector<double>& t0 = series[0].t_s;
+  std::vector<double> gaps;
+  for (size_t i = 0; i + 1 < t0.size(); ++i) gaps.push_back(t0[i + 1] - t0[i]);
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
+  const double dt = gaps[gaps.size() / 2];
+  if (dt <= 0) return u;
+  const double start = *std::lower_bound(t0.begin(), t0.end(), lo - 1e-12);  // series 0's first update in range
+  const int ends = cumulative ? 1 : 0;                                       // a cumulative value spans [t_k, t_k+1]
+  for (int k = 0; start + (k + ends) * dt <= hi + 1e-9 * dt; ++k) {
+    double sum = 0;
+    for (const GpoeoSeries& s : series)
+      sum += cumulative ? (ValueAt(s, start + (k + 1) * dt) - ValueAt(s, start + k * dt)) / dt
+                        : ValueAt(s, start + k * dt);
+    u.x.push_back(sum);
+  }
+  u.dt_s = dt;
+  u.t0_s = start;
+  return u;
 }
 
 }  // namespace emo

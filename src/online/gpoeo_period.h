@@ -1,7 +1,8 @@
 // gpoeo_period.h — GPOEO's online detection of the training-iteration period from sampled telemetry
-// (Wang et al., TPDS 2022): FFT candidates, a plateau-matching score, a local grid refinement, and
-// repeated estimates on suffixes that decide periodic, aperiodic or flat. The first part of GPOEO;
-// its models and search build on it. Spec: ../shared/reference/GPOEO.md §1-2.
+// (Wang et al., TPDS 2022): FFT candidates, EMO's lag-mismatch choice among them and their multiples
+// (the shortest period that explains the signal), and repeated estimates on suffixes that decide
+// periodic, aperiodic or flat. The first part of GPOEO; its models and search build on it.
+// Spec: ../shared/reference/GPOEO.md §1-2.
 #pragma once
 
 #include <string>
@@ -16,24 +17,15 @@ struct GpoeoPeriodOptions {
   double t_up_bound_s = 15;  // TUpBound, the longest period considered (§1: initially 15 s)
   double peak_ratio = 0.6;   // keep spectral peaks above this share of the strongest (§2 Candidates 1)
   int max_candidates = 6;    // (§2 Candidates 1)
-  // Candidates shorter than this many sample intervals are replaced by approximate common multiples
-  // (§2 Candidates 2). GPOEO's bound is 0.4 s at its 100 ms sampling, i.e. 4 samples; kept as a
-  // count of samples so that finer sampling resolves shorter periods.
-  double short_period_samples = 4;
-  double lcm_tolerance = 0.10;  // a multiple fits a short candidate to within 10 % (§2 Candidates 2)
   // After a clock change (§2 Candidates 3): -1 lowered, +1 raised; only candidates in [0.8, 1.5]·Tp
   // (lowered) or [0.66, 1.25]·Tp (raised) of the previous period Tp stay. 0: no filter.
   int clock_change = 0;
   double previous_period_s = 0;
-  int refine_rounds = 3;  // (§2 Refinement)
-  int refine_steps = 10;
-  double refine_half_width_bins = 0.7;  // ±0.7·(fs/2)/N in frequency
-  double refine_min_half_width = 0.15;  // at least ±15 % of T
-  double repeat_min_periods = 2.8;      // suffix estimates while ≥ 2.8·T remains (§2 Stability)
-  double stable_periods = 5.3;          // periods recorded before a result is stable
-  double stable_spread = 0.15;          // "normal" mode; 0.10 strict, 0.30 relaxed
-  double aperiodic_spread = 0.30;       // at a trace of 3·TUpBound
-  double aperiodic_trace_bounds = 3;    // that trace, in TUpBounds
+  double repeat_min_periods = 2.8;    // suffix estimates while ≥ 2.8·T remains (§2 Stability)
+  double stable_periods = 5.3;        // periods recorded before a result is stable
+  double stable_spread = 0.15;        // "normal" mode; 0.10 strict, 0.30 relaxed
+  double aperiodic_spread = 0.30;     // at a trace of 3·TUpBound
+  double aperiodic_trace_bounds = 3;  // that trace, in TUpBounds
   // Flat, no period: over the last 4 windows of 8 s (§2 Stability).
   double flat_window_s = 8;
   int flat_windows = 4;
@@ -41,6 +33,30 @@ struct GpoeoPeriodOptions {
   // EMO: a signal that repeats at the estimated period (mean squared difference one period apart
   // under this share of that of unrelated samples) is not flat, however small its ripple.
   double flat_repeat_share = 0.25;
+  // EMO's choice among the candidates, in place of upstream's plateau score and short-candidate
+  // rule (GPOEO.md §2 Candidates 2, Scoring, Refinement), which take a harmonic or a multiple of
+  // the period on NVML's box-averaged 100 ms readings. A candidate is scored by its lag mismatch:
+  // the mean squared difference between the signal and itself one candidate later, over twice the
+  // variance (0: repeats exactly; about 1: unrelated samples). Every period's multiples match as
+  // well as the period itself, so the shortest candidate that matches about as well as the best
+  // one is the period; a sub-multiple that only resembles it (a pipeline's micro-batches, two
+  // halves of an iteration that differ) matches measurably worse.
+  double match_rel = 0.25;    // "about as well": a mismatch at most best·(1 + match_rel) + match_abs
+  double match_abs = 0.01;    // (the absolute part covers noise-free signals whose best is ~0)
+  double max_mismatch = 0.3;  // a period's mismatch; above it the signal does not repeat: no period
+  // A period must be a dip: some lag shorter than it mismatches by this much more than it does.
+  // A drifting or random-walk signal matches itself best at the shortest lags and rises from
+  // there, without a dip; a periodic one un-matches within the period and matches again at it.
+  double min_dip = 0.25;
+  // The shortest period, in sample intervals: a period under two samples cannot be told from its
+  // aliases (Nyquist). On the A100's 100 ms updates: 0.2 s.
+  double min_period_samples = 2;
+  // EMO: a signal whose standard deviation is under this share of its mean is flat, whatever it
+  // repeats at. Iterations far shorter than the readings' 100 ms average out to such a ripple
+  // (offloaded decoding: 17 ms steps, 0.3 %), which then beats with the update interval into an
+  // alias period that is no iteration; and a per-period energy measured on so small a ripple could
+  // not be told from the level. NVML specifies power to ±5 %, so 1 % is already below its accuracy.
+  double min_ripple = 0.01;
 };
 
 enum class GpoeoVerdict {
@@ -55,7 +71,7 @@ struct GpoeoPeriod {
   GpoeoVerdict verdict = GpoeoVerdict::kUnstable;
   bool periodic() const { return verdict == GpoeoVerdict::kPeriodic; }
   double period_s = 0;
-  double score = 0;   // GPOEO's plateau mismatch of the best estimate, % of the mean level (lower is better)
+  double score = 0;   // the best estimate's lag mismatch (0 repeats exactly, ~1 unrelated; lower is better)
   double spread = 0;  // (max − min)/mean of the suffix estimates (lower is better)
   std::vector<double> estimates_s;  // one per suffix, longest trace first
   std::string reason;               // why not periodic, in words
@@ -67,15 +83,14 @@ struct GpoeoPeriod {
 std::vector<double> GpoeoSignal(const std::vector<double>& power_w, double power_limit_w,
                                 const std::vector<double>& sm_util_pct, const std::vector<double>& mem_util_pct);
 
-// The plateau-matching score of period t_s on x (sampled every dt_s): cut into T-long windows,
-// split the higher-variance window of each adjacent pair into plateaus, compare each plateau's offset
-// from its window mean, in % of the mean level, weighted by plateau length. With t_ref_s ≥ 1.7·t_s
-// the pair scores are grouped by ceil(t_ref/t) and each group's maximum averaged, so that a short
-// candidate cannot win on the flat stretches of a long period. A huge value when T exceeds half the trace.
-double GpoeoScore(const std::vector<double>& x, double dt_s, double t_s, double t_ref_s = -1);
+// The fold mismatch of x (sampled every dt_s) at period t_s: the samples ordered by their phase
+// within the period, the mean squared difference of neighbours in that order, over twice x's
+// variance (0: x repeats at that period; about 1: unrelated samples). 1 when x is level.
+double GpoeoMismatch(const std::vector<double>& x, double dt_s, double t_s);
 
-// One estimate (GPOEO's TCompute): FFT candidates, scoring, refinement. 0 when the spectrum has no
-// candidate. *score gets the winner's score.
+// One estimate (GPOEO's TCompute): FFT candidates and EMO's lag-mismatch choice among them, their
+// multiples and the lag mismatch's own minima, refined over many periods. 0 when nothing repeats
+// (no candidate with a dip and a mismatch under max_mismatch). *score gets the winner's mismatch.
 double GpoeoEstimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOptions& o, double* score);
 
 // The period of a trace sampled every dt_s (GPOEO's T_SpectrumAnalysis).
@@ -96,6 +111,21 @@ double GpoeoRefinePeriod(const std::vector<double>& x, double dt_s, double perio
 struct GpoeoSeries {
   std::vector<double> t_s, v;
 };
+
+// EMO: a uniformly sampled signal for GpoeoDetectPeriod from the readings' updates, one series
+// per GPU, summed over the GPUs: on the grid of the first series' median update interval, aligned
+// to its updates. `cumulative` series (the energy counter, J) give the mean power over each grid
+// interval: NVML's counter integrates all of the power, so each value is a complete box average,
+// where the A100's power reading covers 25 ms of every 100 ms and misses bursts by chance, and a
+// trace polled faster than the updates holds each reading and repeats it. Other series (readings)
+// give their value linearly interpolated at each grid point. The other GPUs, updated at their own
+// phases, are interpolated between their updates. Empty when a series has fewer than 3 updates.
+struct GpoeoUniform {
+  std::vector<double> x;
+  double dt_s = 0;  // the grid's interval
+  double t0_s = 0;  // the time of x[0] (for cumulative series, the start of its interval)
+};
+GpoeoUniform GpoeoUniformSignal(const std::vector<GpoeoSeries>& series, bool cumulative);
 
 // The period within ±rel_range of period_s at which the series best match themselves shifted by
 // whole periods: each update against the series linearly interpolated k periods later, for every k

@@ -364,4 +364,38 @@ sys.exit(0 if m['first_kernel_mismatches'] == 0 and m['kernels_profiled'] == 4 a
   check "profile of a command without CUDA says so" bash -c "test $? -eq 1 && grep -q 'wrote no profile results' '$tmp/err'"
 fi
 
+# emo optimize --trace: the pipeline on a job's trace, pack metrics, power and clock, as on hardware
+# (emo trace, emo profile, emo run --measure). Here the simulated run's own, saved by the simulated
+# pipeline: the same default prediction, a close searched one, and a policy that does save when run.
+if [ -d "$workloads" ]; then
+  "$emo" optimize --workload "$workloads/tp2-gpt3-6.7b-a100.json" --budget 0.05 --no-check --save-trace "$tmp/ot" \
+    --save-packs "$tmp/ot-packs.json" --json "$tmp/ot-sim.json" >/dev/null 2>&1
+  check "optimize saves its trace and pack metrics" test -f "$tmp/ot/rank-1.json" -a -f "$tmp/ot-packs.json"
+  read -r ot_power ot_clock < <(python3 -c "
+import json; d = json.load(open('$tmp/ot-sim.json'))
+print(','.join(map(str, d['default_power_w'])), ','.join(map(str, d['mean_clock_mhz'])))")
+  "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --clock-mhz "$ot_clock" \
+    --profile "$workloads/../profiles/sim-a100.json" --budget 0.05 -o "$tmp/ot-policy.json" --json "$tmp/ot-trace.json" \
+    >/dev/null 2>"$tmp/err"
+  check "optimize --trace predicts the same default run and a close saving" python3 -c "
+import json, sys
+a, b = json.load(open('$tmp/ot-sim.json'))['predicted'], json.load(open('$tmp/ot-trace.json'))['predicted']
+same = abs(a['default_iteration_ms'] / b['default_iteration_ms'] - 1) < 1e-3
+sys.exit(0 if same and abs(a['energy_saving'] - b['energy_saving']) < 0.015 and b['slowdown'] <= 0.05 else 1)"
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --seeds 2 --iterations 12 --measure "$tmp/ot-def.json" \
+    >/dev/null 2>&1
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --seeds 2 --iterations 12 --policy "$tmp/ot-policy.json" \
+    --measure "$tmp/ot-run.json" >/dev/null 2>&1
+  check "and its policy saves energy within the budget when run" python3 -c "
+import json, sys
+d, r = json.load(open('$tmp/ot-def.json')), json.load(open('$tmp/ot-run.json'))
+slow, save = r['iteration_ms'] / d['iteration_ms'] - 1, 1 - r['iteration_energy_j'] / d['iteration_energy_j']
+print(f'measured {slow:+.2%} time, {save:.2%} energy saved')
+sys.exit(0 if slow <= 0.055 and save > 0.03 else 1)"
+  "$emo" optimize --trace "$tmp/ot" --budget 0.05 >/dev/null 2>"$tmp/err"
+  check "optimize --trace without pack metrics says what it needs" bash -c "test $? -eq 1 && grep -q 'needs --packs' '$tmp/err'"
+  "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --pack-ms 1 >/dev/null 2>"$tmp/err"
+  check "pack metrics of another packing are refused" bash -c "test $? -eq 1 && grep -q 'same --pack-ms' '$tmp/err'"
+fi
+
 exit $fail

@@ -141,9 +141,21 @@ int main(int argc, char** argv) {
   emo::OptimizeOptions opt;
   CLI::App* o =
       app.add_subcommand("optimize",
-                         "EMO's main job on a simulated device: trace a workload at default clocks, pack, "
-                         "profile, model and search the least-energy clock schedule within a slowdown budget");
-  o->add_option("--workload", opt.workload, "workload spec JSON (see workloads/)")->required();
+                         "EMO's main job: on a simulated device, trace a workload at default clocks, pack, "
+                         "profile, model and search the least-energy clock schedule within a slowdown budget; "
+                         "or the same from a real job's trace, pack metrics and power (--trace)");
+  o->add_option("--workload", opt.workload, "workload spec JSON (see workloads/)");
+  o->add_option("--trace", opt.traces, "instead of --workload: a real job's trace(s) from emo trace (repeatable)");
+  o->add_option("--packs", opt.packs, "with --trace: its packs' metrics from emo profile");
+  o->add_option("--power-w", opt.power_w, "with --trace: each GPU's average power at default clocks, W")
+      ->delimiter(',');
+  o->add_option("--clock-mhz", opt.clock_mhz,
+                "with --trace: each GPU's mean SM clock while the job ran at default clocks (below the default "
+                "where the power limit held it; default: the profile's default clock)")
+      ->delimiter(',');
+  o->add_option("--save-trace", opt.save_trace,
+                "write the traced run as Kineto JSON (a file, or a directory of ranks)");
+  o->add_option("--save-packs", opt.save_packs, "write the profiled packs' metrics (the format of emo profile)");
   o->add_option("--budget", opt.budget, "slowdown budget, a fraction of the default iteration time (0.05 = 5 %)")
       ->check(CLI::NonNegativeNumber);
   o->add_option("--device", opt.device, "simulated device (default: the workload's)");

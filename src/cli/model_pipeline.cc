@@ -2,6 +2,8 @@
 #include "cli/model_pipeline.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "graph/replay.h"
@@ -9,6 +11,38 @@
 #include "util/file.h"
 
 namespace emo {
+
+bool FindProfile(const std::string& given, const std::string& device, DeviceProfile* out, std::string* err) {
+  if (!given.empty()) {
+    if (!LoadProfile(given, out, err)) return false;
+    if (out->device != device) {
+      *err = given + ": a profile of " + out->device + ", not of " + device;
+      return false;
+    }
+    return true;
+  }
+  std::vector<std::filesystem::path> dirs;
+  if (const char* env = std::getenv("EMO_PROFILES")) dirs.emplace_back(env);
+  dirs.emplace_back("profiles");
+  dirs.emplace_back(std::filesystem::path(EMO_SOURCE_DIR) / "profiles");
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      DeviceProfile p;
+      std::string why;
+      if (LoadProfile(f.string(), &p, &why) && p.device == device) {
+        *out = std::move(p);
+        return true;
+      }
+    }
+  }
+  *err = "no device profile of " + device + " found (give --profile, or make one with emo calibrate)";
+  return false;
+}
 
 bool GraphAndPacks(const Trace& trace, double pack_ms, Graph* g, BuildReport* report, Packing* packing,
                    std::string* err) {

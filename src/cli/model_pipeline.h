@@ -18,6 +18,10 @@
 
 namespace emo {
 
+// The device profile for a device: `given`, else the first JSON in $EMO_PROFILES, ./profiles or
+// the source tree's profiles/ whose "device" is this device.
+bool FindProfile(const std::string& given, const std::string& device, DeviceProfile* out, std::string* err);
+
 // Builds the execution graph and packs it (Δmax pack_ms) after replaying the measured run.
 bool GraphAndPacks(const Trace& trace, double pack_ms, Graph* g, BuildReport* report, Packing* packing,
                    std::string* err);

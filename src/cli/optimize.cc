@@ -9,12 +9,117 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/model_pipeline.h"
 #include "cli/sim_pipeline.h"
 #include "search/dp_search.h"
+#include "trace/kineto_writer.h"
+#include "trace/load.h"
 
 namespace emo {
+namespace {
+
+SearchOptions SearchOptionsOf(const OptimizeOptions& opt, const Graph& g, int gpus) {
+  SearchOptions so;
+  so.budget = opt.budget;
+  so.grid_ms = opt.grid_ms;
+  so.min_interval_ms = opt.min_interval_ms;
+  so.step_ms = opt.step_ms;
+  so.dvfs_latency_ms = opt.dvfs_latency_ms;
+  so.dvfs_jitter_ms = opt.dvfs_jitter_ms;
+  so.group = ReplicaGroups(g, gpus);
+  so.max_candidates = opt.max_clocks;
+  so.max_states = opt.max_states;
+  return so;
+}
+
+// `emo optimize --trace`: the pipeline on a real job's measurements, without measured checks (the
+// job is not at hand): the policy of least predicted energy within the budget.
+int OptimizeTrace(const OptimizeOptions& opt) {
+  auto fail = [](const std::string& e) {
+    fmt::print(stderr, "emo optimize: {}\n", e);
+    return 1;
+  };
+  if (opt.packs.empty() || opt.power_w.empty())
+    return fail(
+        "--trace needs --packs (from emo profile) and --power-w (each GPU's average power at default "
+        "clocks, from emo run --measure)");
+  if (!opt.clock_mhz.empty() && opt.clock_mhz.size() != opt.power_w.size())
+    return fail("--clock-mhz and --power-w give one value per GPU each");
+  std::vector<std::string> files;
+  Trace trace;
+  Graph g;
+  BuildReport report;
+  Packing packing;
+  PackProfile pp;
+  DeviceProfile profile;
+  DefaultRun run;
+  run.power_w = opt.power_w;
+  for (double mhz : opt.clock_mhz) run.clock_samples.push_back({{0.0, mhz}});
+  Predictor predictor;
+  PackTables tables;
+  std::string err;
+  if (!ExpandTracePaths(opt.traces, &files, &err) || !LoadTraces(files, &trace, &err) ||
+      !GraphAndPacks(trace, opt.pack_ms, &g, &report, &packing, &err) ||
+      !ReadPackMetrics(opt.packs, packing, &pp, &err) ||
+      !(opt.profile.empty() ? FindProfile("", trace.ranks[0].gpu_name, &profile, &err)
+                            : LoadProfile(opt.profile, &profile, &err)) ||
+      !BuildPredictor(trace, g, packing, pp, profile, run, &predictor, &tables, &err))
+    return fail(err);
+  if (profile.device != trace.ranks[0].gpu_name)  // the user's choice, said aloud
+    fmt::print(stderr, "emo optimize: note: {} is a profile of {}, the trace's GPU is {}\n", opt.profile,
+               profile.device, trace.ranks[0].gpu_name);
+  const SearchOptions so = SearchOptionsOf(opt, g, predictor.gpus());
+  SearchResult sr;
+  if (!Search(predictor, so, &sr, &err)) return fail(err);
+  const Predictor::Result& base = predictor.base();
+  const double iters = static_cast<double>(std::max(1, predictor.iterations()));
+  FrequencyPolicy policy = PolicyFromSchedule(sr.schedule, profile.clocks_mhz, so.dvfs_latency_ms);
+  policy.budget = opt.budget;
+  policy.default_iteration_ms = base.end_ns / 1e6 / iters;
+  if (!opt.out.empty()) {
+    std::ofstream f(opt.out);
+    f << PolicyJson(policy);
+    if (!f) return fail(opt.out + ": cannot write");
+  }
+  const double slowdown = sr.predicted.end_ns / base.end_ns - 1, saving = 1 - sr.predicted.energy_j / base.energy_j;
+  size_t changes = 0;
+  for (const auto& gp : policy.gpus) changes += gp.changes.size();
+  fmt::print("{} on {} x {}, budget {:.1f} % (predicted only: run the policy with emo run --policy to measure)\n",
+             files[0], predictor.gpus(), profile.device, opt.budget * 100);
+  fmt::print("  {} nodes, {} kernels in {} packs ({} unique, metrics from {})\n", g.nodes(), pp.kernels_in_run,
+             packing.packs(), pp.packs.size(), opt.packs);
+  fmt::print("  predicted: {:.3f} -> {:.3f} ms per iteration ({:+.2f} %), {:.2f} -> {:.2f} J ({:.2f} % saved)\n",
+             base.end_ns / 1e6 / iters, sr.predicted.end_ns / 1e6 / iters, slowdown * 100, base.energy_j / iters,
+             sr.predicted.energy_j / iters, saving * 100);
+  fmt::print("  policy: {} clock changes per iteration{}\n", changes, opt.out.empty() ? "" : " -> " + opt.out);
+  if (!opt.json.empty()) {
+    nlohmann::ordered_json j = {{"traces", files},
+                                {"device", profile.device},
+                                {"gpus", predictor.gpus()},
+                                {"budget", opt.budget},
+                                {"energy_scale", predictor.energy_scale()}};
+    j["predicted"] = {{"default_iteration_ms", base.end_ns / 1e6 / iters},
+                      {"default_energy_j", base.energy_j / iters},
+                      {"iteration_ms", sr.predicted.end_ns / 1e6 / iters},
+                      {"energy_j", sr.predicted.energy_j / iters},
+                      {"slowdown", slowdown},
+                      {"energy_saving", saving}};
+    j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
+    std::ofstream f(opt.json == "-" ? "/dev/stdout" : opt.json);
+    f << j.dump(2) << "\n";
+    if (!f) return fail(opt.json + ": cannot write");
+  }
+  return 0;
+}
+
+}  // namespace
 
 int RunOptimize(const OptimizeOptions& opt) {
+  if (opt.traces.empty() == opt.workload.empty()) {
+    fmt::print(stderr, "emo optimize: give either --workload (simulated) or --trace (a real job's)\n");
+    return 1;
+  }
+  if (!opt.traces.empty()) return OptimizeTrace(opt);
   std::string err;
   auto fail = [](const std::string& e) {
     fmt::print(stderr, "emo optimize: {}\n", e);
@@ -36,16 +141,13 @@ int RunOptimize(const OptimizeOptions& opt) {
   Predictor& predictor = pl.predictor;
 
   // The search, with measured checks of what it finds.
-  SearchOptions so;
-  so.budget = opt.budget;
-  so.grid_ms = opt.grid_ms;
-  so.min_interval_ms = opt.min_interval_ms;
-  so.step_ms = opt.step_ms;
-  so.dvfs_latency_ms = opt.dvfs_latency_ms;
-  so.dvfs_jitter_ms = opt.dvfs_jitter_ms;
-  so.group = ReplicaGroups(g, predictor.gpus());
-  so.max_candidates = opt.max_clocks;
-  so.max_states = opt.max_states;
+  if (!opt.save_trace.empty() && !WriteKinetoTraces(pl.engine->trace(), opt.save_trace, &err)) return fail(err);
+  if (!opt.save_packs.empty()) {
+    std::ofstream f(opt.save_packs);
+    f << PackMetricsJson(pp, packing, g, pl.engine->trace().names).dump(1) << "\n";
+    if (!f) return fail(opt.save_packs + ": cannot write");
+  }
+  const SearchOptions so = SearchOptionsOf(opt, g, predictor.gpus());
   const int runs = opt.iterations > 0 ? opt.iterations : MeasureWindowIterations(predictor.period_ns() / 1e6, 6);
   CheckedSearch cs;
   if (!SearchChecked(pl, so, opt.check, runs, opt.seed + 500, &cs, &err)) return fail(err);
@@ -92,6 +194,8 @@ int RunOptimize(const OptimizeOptions& opt) {
   j["unique_packs"] = pp.packs.size();
   j["profiled_ranges"] = pp.cost.ranges;
   j["energy_scale"] = predictor.energy_scale();
+  j["default_power_w"] = pl.default_power_w;
+  j["mean_clock_mhz"] = pl.mean_clock_mhz;
   j["checks"] = cs.checks;
   j["search"] = {{"seconds", sr.seconds}, {"evaluations", sr.evaluations}, {"points", sr.points}, {"groups", groups}};
   j["predicted"] = {{"default_iteration_ms", base.end_ns / 1e6 / iters},

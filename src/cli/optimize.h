@@ -5,15 +5,24 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace emo {
 
 struct OptimizeOptions {
   std::string workload;  // workload spec JSON
-  std::string device;    // simulated device name; "": the workload's
-  std::string profile;   // device profile JSON; "": the shipped one for the device (profiles/)
-  double budget = 0.05;  // slowdown budget, fraction of the default iteration time
-  double grid_ms = 20;   // change points
+  // Or a real job's measurements: its traces (emo trace), its packs' metrics (emo profile) and each
+  // GPU's average power at default clocks (emo run --measure); the device profile is then the one
+  // `emo calibrate --device cuda:N` made (--profile, or found by the GPU's name).
+  std::vector<std::string> traces;
+  std::string packs;
+  std::vector<double> power_w;
+  std::vector<double> clock_mhz;       // per GPU, the SM clock it ran at (below the default under a power limit)
+  std::string save_trace, save_packs;  // the simulated path's trace and pack metrics, for --trace
+  std::string device;                  // simulated device name; "": the workload's
+  std::string profile;                 // device profile JSON; "": the shipped one for the device (profiles/)
+  double budget = 0.05;                // slowdown budget, fraction of the default iteration time
+  double grid_ms = 20;                 // change points
   double min_interval_ms = 20;
   double step_ms = 0;  // budget discretisation; 0: automatic
   double dvfs_latency_ms = 10;

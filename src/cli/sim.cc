@@ -31,19 +31,6 @@ struct SeedRun {
   int gpus = 0;
 };
 
-bool WriteTrace(const Trace& t, const std::string& out, std::string* err) {
-  if (t.ranks.size() == 1) return WriteKinetoJson(t, 0, out, err);
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec) {
-    *err = out + ": " + ec.message();
-    return false;
-  }
-  for (size_t r = 0; r < t.ranks.size(); ++r)
-    if (!WriteKinetoJson(t, r, out + "/rank-" + std::to_string(r) + ".json", err)) return false;
-  return true;
-}
-
 // Runs the workload once with `seed`; writes the trace when `trace_out` is set. Errors carry the
 // "emo sim: " context-free text, ready to print after it.
 bool RunSeed(const sim::Program& program, const SimOptions& opt, const FrequencyPolicy& policy,
@@ -84,7 +71,7 @@ bool RunSeed(const sim::Program& program, const SimOptions& opt, const Frequency
   out->counter_period_s = engine.EnergyCounterPeriodS(0);
   if (!meter.Close(engine.end_ns(), &out->m, err)) return false;
   if (method) method->Report(&out->lines, &out->findings);
-  if (!trace_out.empty() && !WriteTrace(engine.trace(), trace_out, err)) return false;
+  if (!trace_out.empty() && !WriteKinetoTraces(engine.trace(), trace_out, err)) return false;
   return true;
 }
 

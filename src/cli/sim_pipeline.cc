@@ -21,38 +21,6 @@
 
 namespace emo {
 
-bool FindProfile(const std::string& given, const std::string& device, DeviceProfile* out, std::string* err) {
-  if (!given.empty()) {
-    if (!LoadProfile(given, out, err)) return false;
-    if (out->device != device) {
-      *err = given + ": a profile of " + out->device + ", not of " + device;
-      return false;
-    }
-    return true;
-  }
-  std::vector<std::filesystem::path> dirs;
-  if (const char* env = std::getenv("EMO_PROFILES")) dirs.emplace_back(env);
-  dirs.emplace_back("profiles");
-  dirs.emplace_back(std::filesystem::path(EMO_SOURCE_DIR) / "profiles");
-  for (const auto& dir : dirs) {
-    std::error_code ec;
-    std::vector<std::filesystem::path> files;
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-      if (e.path().extension() == ".json") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) {
-      DeviceProfile p;
-      std::string why;
-      if (LoadProfile(f.string(), &p, &why) && p.device == device) {
-        *out = std::move(p);
-        return true;
-      }
-    }
-  }
-  *err = "no device profile of " + device + " found (give --profile, or make one with emo calibrate)";
-  return false;
-}
-
 bool BuildPipeline(const std::string& workload, const std::string& device, const PipelineOptions& opt, Pipeline* out,
                    std::string* err) {
   sim::Program& program = out->program;
@@ -107,8 +75,12 @@ bool BuildPipeline(const std::string& workload, const std::string& device, const
   // (MeasureWindowIterations), over the span of the traced run (too short to read the counter).
   DefaultRun run;
   run.clock_samples = clocks.samples();
-  for (auto& gpu : run.clock_samples)
-    for (auto& [t, mhz] : gpu) t -= static_cast<double>(g.origin_ns);
+  out->mean_clock_mhz.clear();
+  for (auto& gpu : run.clock_samples) {
+    double sum = 0;
+    for (auto& [t, mhz] : gpu) t -= static_cast<double>(g.origin_ns), sum += mhz;
+    out->mean_clock_mhz.push_back(gpu.empty() ? profile.default_mhz : sum / static_cast<double>(gpu.size()));
+  }
   run.span_ns = engine.end_ns() - static_cast<double>(g.origin_ns);
   const std::vector<Iteration>& its = trace.ranks[0].iterations;
   const double iteration_ms = its.size() >= 2 ? static_cast<double>(its.back().start_ns - its.front().start_ns) / 1e6 /

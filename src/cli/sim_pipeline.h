@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "apply/measurement.h"
+#include "cli/model_pipeline.h"
 #include "device/frequency_policy.h"
 #include "graph/builder.h"
 #include "graph/graph.h"
@@ -36,6 +37,7 @@ struct Pipeline {
   DeviceProfile profile;
   std::unique_ptr<sim::Engine> engine;  // the traced run; its trace()
   std::vector<double> default_power_w;  // per GPU, from a long run at default clocks
+  std::vector<double> mean_clock_mhz;   // per GPU, the mean SM-clock sample of the traced run
   Graph g;
   BuildReport report;
   Packing packing;
@@ -51,10 +53,6 @@ struct Pipeline {
 // Loads the workload (device overridden unless empty) and runs the pipeline. False with *err.
 bool BuildPipeline(const std::string& workload, const std::string& device, const PipelineOptions& opt, Pipeline* out,
                    std::string* err);
-
-// The device profile for a device: `given`, else the first JSON in $EMO_PROFILES, ./profiles or
-// the source tree's profiles/ whose "device" is this device.
-bool FindProfile(const std::string& given, const std::string& device, DeviceProfile* out, std::string* err);
 
 // One run in the simulator with an optional policy and/or online method ("" for none), measured
 // after `warmup` iterations.

@@ -2,6 +2,8 @@
 // integer nanoseconds formatted as microseconds with three decimals (no floating point).
 #include "trace/kineto_writer.h"
 
+#include <filesystem>
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -465,6 +467,19 @@ bool WriteKinetoJson(const Trace& trace, size_t rank_index, const std::string& p
   }
   if (!ok) std::remove(tmp.c_str());
   return ok;
+}
+
+bool WriteKinetoTraces(const Trace& trace, const std::string& out, std::string* err) {
+  if (trace.ranks.size() == 1) return WriteKinetoJson(trace, 0, out, err);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) {
+    *err = out + ": " + ec.message();
+    return false;
+  }
+  for (size_t r = 0; r < trace.ranks.size(); ++r)
+    if (!WriteKinetoJson(trace, r, out + "/rank-" + std::to_string(r) + ".json", err)) return false;
+  return true;
 }
 
 }  // namespace emo

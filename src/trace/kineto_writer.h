@@ -34,6 +34,8 @@ namespace emo {
 // Writes trace.ranks[rank_index] to PATH atomically (PATH.tmp, then rename); a PATH ending in
 // ".gz" is gzip-compressed. On failure returns false with *err "PATH: what went wrong".
 bool WriteKinetoJson(const Trace& trace, size_t rank_index, const std::string& path, std::string* err);
+// Every rank: `out` itself for one rank, else the directory `out` with rank-R.json per rank.
+bool WriteKinetoTraces(const Trace& trace, const std::string& out, std::string* err);
 
 // The same JSON text, into *out (replacing its contents). traceName is the rank's source.
 void WriteKinetoJson(const Trace& trace, size_t rank_index, std::string* out);

@@ -45,6 +45,10 @@ int OptimizeTrace(const OptimizeOptions& opt) {
         "clocks, from emo run --measure)");
   if (!opt.clock_mhz.empty() && opt.clock_mhz.size() != opt.power_w.size())
     return fail("--clock-mhz and --power-w give one value per GPU each");
+  for (double v : opt.power_w)
+    if (!(v > 0)) return fail("--power-w: each GPU's average power must be positive");
+  for (double v : opt.clock_mhz)
+    if (!(v > 0)) return fail("--clock-mhz: each GPU's clock must be positive (0 in busy_clock_mhz: never busy)");
   std::vector<std::string> files;
   Trace trace;
   Graph g;

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "apply/clock_sampler.h"
 #include "apply/gpu_selection.h"
 #include "apply/measurement.h"
 #include "apply/performance_guard.h"
@@ -136,8 +137,11 @@ int RunCommand(const RunOptions& opt) {
   if (perf_guard)
     player.Guard(*perf_guard, [](const std::string& line) { fmt::print(stderr, "emo run: guard: {}\n", line); });
   Meter meter(gpus, /*warmup=*/-1);  // the window is the whole run: opened before the job starts
+  // The clock each GPU runs the job at while busy (under its power limit), for emo optimize --trace.
+  ClockSampler clocks(gpus, 100, 0.5);
   host.Add(&player);
   host.Add(&meter);
+  host.Add(&clocks);
   if (method) host.Add(method.get());
   StepSocket steps;
   if (!steps.Open([&host] { host.IterationStart(); }, &err)) {
@@ -197,6 +201,7 @@ int RunCommand(const RunOptions& opt) {
     j["gpu_selection"] = {{"source", selection.source}, {"backend_gpus", backend_gpus}};
     if (!opt.policy.empty()) j["guard"] = player.guard() ? player.guard()->Json() : nlohmann::ordered_json();
     if (measured) AddMeasurementJson(m, &j);
+    j["busy_clock_mhz"] = clocks.MeanMhz();
     if (method) j[method_spec.entry->json_key] = findings;
     std::ofstream f(opt.measure_out);
     f << j.dump(2) << "\n";

@@ -75,12 +75,9 @@ bool BuildPipeline(const std::string& workload, const std::string& device, const
   // (MeasureWindowIterations), over the span of the traced run (too short to read the counter).
   DefaultRun run;
   run.clock_samples = clocks.samples();
-  out->mean_clock_mhz.clear();
-  for (auto& gpu : run.clock_samples) {
-    double sum = 0;
-    for (auto& [t, mhz] : gpu) t -= static_cast<double>(g.origin_ns), sum += mhz;
-    out->mean_clock_mhz.push_back(gpu.empty() ? profile.default_mhz : sum / static_cast<double>(gpu.size()));
-  }
+  for (auto& gpu : run.clock_samples)
+    for (auto& [t, mhz] : gpu) t -= static_cast<double>(g.origin_ns);
+  out->mean_clock_mhz = clocks.MeanMhz();
   run.span_ns = engine.end_ns() - static_cast<double>(g.origin_ns);
   const std::vector<Iteration>& its = trace.ranks[0].iterations;
   const double iteration_ms = its.size() >= 2 ? static_cast<double>(its.back().start_ns - its.front().start_ns) / 1e6 /

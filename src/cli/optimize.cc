@@ -1,5 +1,6 @@
 // optimize.cc — the `emo optimize` command: hosts the simulator as the device and runs EMO's
-// pipeline through the device interfaces only (trace, energy counters, range profiling).
+// pipeline through the device interfaces only (trace, energy counters, range profiling), with
+// measured checks; or, with --trace, runs it on a real job's saved measurements, predicted only.
 #include "cli/optimize.h"
 
 #include <fmt/core.h>
@@ -144,13 +145,13 @@ int RunOptimize(const OptimizeOptions& opt) {
   const PackProfile& pp = pl.pp;
   Predictor& predictor = pl.predictor;
 
-  // The search, with measured checks of what it finds.
   if (!opt.save_trace.empty() && !WriteKinetoTraces(pl.engine->trace(), opt.save_trace, &err)) return fail(err);
   if (!opt.save_packs.empty()) {
     std::ofstream f(opt.save_packs);
     f << PackMetricsJson(pp, packing, g, pl.engine->trace().names).dump(1) << "\n";
     if (!f) return fail(opt.save_packs + ": cannot write");
   }
+  // The search, with measured checks of what it finds.
   const SearchOptions so = SearchOptionsOf(opt, g, predictor.gpus());
   const int runs = opt.iterations > 0 ? opt.iterations : MeasureWindowIterations(predictor.period_ns() / 1e6, 6);
   CheckedSearch cs;

@@ -33,36 +33,9 @@ bool CudaOk(cudaError_t rc, const char* what, std::string* err) {
   return false;
 }
 
-// GPU `index` of `all`, seen as GPU 0: calibration speaks of GPU 0 only.
-class OneGpu : public GpuControl {
- public:
-  OneGpu(GpuControl& all, int index) : all_(all), at_(index) {}
-  int Count() const override { return 1; }
-  std::string Name(int) const override { return all_.Name(at_); }
-  std::vector<int> SupportedClocks(int) const override { return all_.SupportedClocks(at_); }
-  bool SetLockedClock(int, int mhz, std::string* err) override { return all_.SetLockedClock(at_, mhz, err); }
-  bool ResetClock(int, std::string* err) override { return all_.ResetClock(at_, err); }
-  bool SetPowerLimit(int, double watts, std::string* err) override { return all_.SetPowerLimit(at_, watts, err); }
-  bool Offers(Reading r) const override { return all_.Offers(r); }
-  std::optional<double> EnergyJ(int) const override { return all_.EnergyJ(at_); }
-  std::optional<double> PowerW(int) const override { return all_.PowerW(at_); }
-  std::optional<double> Utilization(int) const override { return all_.Utilization(at_); }
-  std::optional<double> MemoryUtilization(int) const override { return all_.MemoryUtilization(at_); }
-  std::optional<double> ClockMhz(int) const override { return all_.ClockMhz(at_); }
-  std::optional<double> PowerLimitW(int) const override { return all_.PowerLimitW(at_); }
-  bool PowerLimitRange(int, double* min_w, double* max_w) const override {
-    return all_.PowerLimitRange(at_, min_w, max_w);
-  }
-  std::string error() const override { return all_.error(); }
-
- private:
-  GpuControl& all_;
-  int at_;
-};
-
 class CudaBenchDevice : public BenchDevice {
  public:
-  CudaBenchDevice(GpuControl& gpus, int index) : gpu_(gpus, index), index_(index) {}
+  CudaBenchDevice(GpuControl& gpu, int index) : gpu_(gpu), index_(index) {}
   ~CudaBenchDevice() override {
     Free(&buf_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -201,7 +174,7 @@ class CudaBenchDevice : public BenchDevice {
     return result;
   }
 
-  OneGpu gpu_;
+  GpuControl& gpu_;  // its GPU 0 is this device
   int index_;
   int sms_ = 0;
   cudaStream_t stream_ = nullptr;
@@ -212,12 +185,12 @@ class CudaBenchDevice : public BenchDevice {
 }  // namespace emo::cuda
 
 // The entry point `emo calibrate` finds with dlsym: the device of CUDA device `index`, whose clock
-// and telemetry are GPU `index` of `gpus` (the caller orders CUDA devices by PCI bus, as NVML does).
-// Null with *err when CUDA or the device is missing.
-extern "C" __attribute__((visibility("default"))) emo::BenchDevice* EmoOpenCudaBenchDevice(emo::GpuControl* gpus,
+// and telemetry are GPU 0 of `gpu` (the caller orders CUDA devices by PCI bus, as NVML does, and
+// hands over a view of that one GPU). Null with *err when CUDA or the device is missing.
+extern "C" __attribute__((visibility("default"))) emo::BenchDevice* EmoOpenCudaBenchDevice(emo::GpuControl* gpu,
                                                                                            int index,
                                                                                            std::string* err) {
-  auto device = std::make_unique<emo::cuda::CudaBenchDevice>(*gpus, index);
+  auto device = std::make_unique<emo::cuda::CudaBenchDevice>(*gpu, index);
   if (!device->Open(err)) return nullptr;
   return device.release();
 }

@@ -7,14 +7,7 @@
 set -u
 emo=$1
 workloads=$2
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then echo "ok: $name"; else echo "FAIL: $name"; fail=1; fi
-}
+source "$(dirname "$0")/cli_check.sh"
 
 # EMO's main job on a small workload: a policy file the simulator plays, and the JSON keys.
 "$emo" optimize --workload "$workloads/dp2-gpt3-1.3b-a100.json" --budget 0.05 --measure --seeds 1 \

@@ -7,14 +7,7 @@ emo=$1
 traces=$2
 workloads=${3:-}
 fake_nvml=${4:-}
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then echo "ok: $name"; else echo "FAIL: $name"; fail=1; fi
-}
+source "$(dirname "$0")/cli_check.sh"
 
 "$emo" --help >"$tmp/help" 2>&1
 check "emo --help lists analyze" grep -q analyze "$tmp/help"

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "apply/gpu_selection.h"
 #include "apply/nvml_gpu_control.h"
 #include "apply/watchdog.h"
 #include "cli/child.h"
@@ -26,6 +27,7 @@ namespace {
 struct CudaHost {
   Watchdog watchdog;
   std::unique_ptr<NvmlGpuControl> nvml;
+  std::unique_ptr<GpuView> gpu;  // the one GPU calibrated, as GPU 0
   void* library = nullptr;
   std::unique_ptr<BenchDevice> device;
   ~CudaHost() {
@@ -73,7 +75,8 @@ bool OpenCuda(const std::string& spec, CudaHost* host, std::string* err) {
     *err = path + ": no EmoOpenCudaBenchDevice";
     return false;
   }
-  host->device.reset(open(host->nvml.get(), static_cast<int>(index), err));
+  host->gpu = std::make_unique<GpuView>(host->nvml.get(), std::vector<int>{static_cast<int>(index)});
+  host->device.reset(open(host->gpu.get(), static_cast<int>(index), err));
   return host->device != nullptr;
 }
 

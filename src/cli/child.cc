@@ -66,4 +66,12 @@ std::string LibraryBesideEmo(const char* env, const char* name) {
   return ec ? name : (exe.parent_path() / name).string();
 }
 
+bool FindInjectLibrary(std::string* path, std::string* err) {
+  *path = LibraryBesideEmo("EMO_INJECT_LIBRARY", "libemo_inject.so");
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(*path, ec)) return true;
+  *err = "injection library " + *path + " not found (set EMO_INJECT_LIBRARY)";
+  return false;
+}
+
 }  // namespace emo

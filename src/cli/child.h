@@ -27,5 +27,8 @@ bool RunChild(const std::vector<std::string>& command, int* exit_code, std::stri
 
 // A library EMO ships beside its binary: $`env` when set, else `name` in the emo binary's directory.
 std::string LibraryBesideEmo(const char* env, const char* name);
+// libemo_inject.so (`emo trace`, `emo profile`) as LibraryBesideEmo finds it; false with *err when
+// the file is not there.
+bool FindInjectLibrary(std::string* path, std::string* err);
 
 }  // namespace emo

@@ -33,6 +33,52 @@ SearchOptions SearchOptionsOf(const OptimizeOptions& opt, const Graph& g, int gp
   return so;
 }
 
+// The kept policy as `emo optimize` hands it over, on either path: the budget and the predicted
+// default iteration time go into the policy file (`emo run`'s guard checks the measured iterations
+// against them); the predicted lines are printed and returned as the JSON's "predicted".
+bool HandOver(const OptimizeOptions& opt, const Predictor& predictor, const SearchResult& sr, FrequencyPolicy* policy,
+              nlohmann::ordered_json* predicted, std::string* err) {
+  const Predictor::Result& base = predictor.base();
+  const double iters = static_cast<double>(std::max(1, predictor.iterations()));
+  policy->budget = opt.budget;
+  policy->default_iteration_ms = base.end_ns / 1e6 / iters;
+  if (!opt.out.empty()) {
+    std::ofstream f(opt.out);
+    f << PolicyJson(*policy);
+    if (!f) {
+      *err = opt.out + ": cannot write";
+      return false;
+    }
+  }
+  const double slowdown = sr.predicted.end_ns / base.end_ns - 1, saving = 1 - sr.predicted.energy_j / base.energy_j;
+  size_t changes = 0;
+  for (const auto& gp : policy->gpus) changes += gp.changes.size();
+  fmt::print("  predicted: {:.3f} -> {:.3f} ms per iteration ({:+.2f} %), {:.2f} -> {:.2f} J ({:.2f} % saved)\n",
+             base.end_ns / 1e6 / iters, sr.predicted.end_ns / 1e6 / iters, slowdown * 100, base.energy_j / iters,
+             sr.predicted.energy_j / iters, saving * 100);
+  fmt::print("  policy: {} clock changes per iteration{}\n", changes, opt.out.empty() ? "" : " -> " + opt.out);
+  *predicted = {{"default_iteration_ms", base.end_ns / 1e6 / iters},
+                {"default_energy_j", base.energy_j / iters},
+                {"iteration_ms", sr.predicted.end_ns / 1e6 / iters},
+                {"energy_j", sr.predicted.energy_j / iters},
+                {"slowdown", slowdown},
+                {"energy_saving", saving}};
+  return true;
+}
+
+// --json: to the file, or to stdout for "-".
+bool WriteJson(const std::string& path, const nlohmann::ordered_json& j, std::string* err) {
+  if (path.empty()) return true;
+  if (path == "-") {
+    fmt::print("{}\n", j.dump(2));
+    return true;
+  }
+  std::ofstream f(path);
+  f << j.dump(2) << "\n";
+  if (!f) *err = path + ": cannot write";
+  return static_cast<bool>(f);
+}
+
 // `emo optimize --trace`: the pipeline on a real job's measurements, without measured checks (the
 // job is not at hand): the policy of least predicted energy within the budget.
 int OptimizeTrace(const OptimizeOptions& opt) {
@@ -76,44 +122,19 @@ int OptimizeTrace(const OptimizeOptions& opt) {
   const SearchOptions so = SearchOptionsOf(opt, g, predictor.gpus());
   SearchResult sr;
   if (!Search(predictor, so, &sr, &err)) return fail(err);
-  const Predictor::Result& base = predictor.base();
-  const double iters = static_cast<double>(std::max(1, predictor.iterations()));
   FrequencyPolicy policy = PolicyFromSchedule(sr.schedule, profile.clocks_mhz, so.dvfs_latency_ms);
-  policy.budget = opt.budget;
-  policy.default_iteration_ms = base.end_ns / 1e6 / iters;
-  if (!opt.out.empty()) {
-    std::ofstream f(opt.out);
-    f << PolicyJson(policy);
-    if (!f) return fail(opt.out + ": cannot write");
-  }
-  const double slowdown = sr.predicted.end_ns / base.end_ns - 1, saving = 1 - sr.predicted.energy_j / base.energy_j;
-  size_t changes = 0;
-  for (const auto& gp : policy.gpus) changes += gp.changes.size();
   fmt::print("{} on {} x {}, budget {:.1f} % (predicted only: run the policy with emo run --policy to measure)\n",
              files[0], predictor.gpus(), profile.device, opt.budget * 100);
   fmt::print("  {} nodes, {} kernels in {} packs ({} unique, metrics from {})\n", g.nodes(), pp.kernels_in_run,
              packing.packs(), pp.packs.size(), opt.packs);
-  fmt::print("  predicted: {:.3f} -> {:.3f} ms per iteration ({:+.2f} %), {:.2f} -> {:.2f} J ({:.2f} % saved)\n",
-             base.end_ns / 1e6 / iters, sr.predicted.end_ns / 1e6 / iters, slowdown * 100, base.energy_j / iters,
-             sr.predicted.energy_j / iters, saving * 100);
-  fmt::print("  policy: {} clock changes per iteration{}\n", changes, opt.out.empty() ? "" : " -> " + opt.out);
-  if (!opt.json.empty()) {
-    nlohmann::ordered_json j = {{"traces", files},
-                                {"device", profile.device},
-                                {"gpus", predictor.gpus()},
-                                {"budget", opt.budget},
-                                {"energy_scale", predictor.energy_scale()}};
-    j["predicted"] = {{"default_iteration_ms", base.end_ns / 1e6 / iters},
-                      {"default_energy_j", base.energy_j / iters},
-                      {"iteration_ms", sr.predicted.end_ns / 1e6 / iters},
-                      {"energy_j", sr.predicted.energy_j / iters},
-                      {"slowdown", slowdown},
-                      {"energy_saving", saving}};
-    j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
-    std::ofstream f(opt.json == "-" ? "/dev/stdout" : opt.json);
-    f << j.dump(2) << "\n";
-    if (!f) return fail(opt.json + ": cannot write");
-  }
+  nlohmann::ordered_json j = {{"traces", files},
+                              {"device", profile.device},
+                              {"gpus", predictor.gpus()},
+                              {"budget", opt.budget},
+                              {"energy_scale", predictor.energy_scale()}};
+  if (!HandOver(opt, predictor, sr, &policy, &j["predicted"], &err)) return fail(err);
+  j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
+  if (!WriteJson(opt.json, j, &err)) return fail(err);
   return 0;
 }
 
@@ -159,24 +180,8 @@ int RunOptimize(const OptimizeOptions& opt) {
   for (const std::string& line : cs.lines) fmt::print("  {}\n", line);
   if (cs.kept_default) fmt::print("  no checked policy kept within the budget: the default clocks are kept\n");
   const SearchResult& sr = cs.result;
-  // The budget and the default iteration time go into the policy file: `emo run`'s guard checks
-  // the measured iterations against them.
-  const Predictor::Result& base = predictor.base();
-  const double iters = static_cast<double>(std::max(1, predictor.iterations()));
   FrequencyPolicy policy = cs.policy;
-  policy.budget = opt.budget;
-  policy.default_iteration_ms = base.end_ns / 1e6 / iters;
-  if (!opt.out.empty()) {
-    std::ofstream f(opt.out);
-    f << PolicyJson(policy);
-    if (!f) return fail(opt.out + ": cannot write");
-  }
-
-  const double pred_slowdown = sr.predicted.end_ns / base.end_ns - 1;
-  const double pred_saving = 1 - sr.predicted.energy_j / base.energy_j;
   const int groups = so.group.empty() ? 0 : *std::max_element(so.group.begin(), so.group.end()) + 1;
-  size_t changes = 0;
-  for (const auto& gp : policy.gpus) changes += gp.changes.size();
   fmt::print("{} on {} x {}, budget {:.1f} %\n", program.name, predictor.gpus(), program.device, opt.budget * 100);
   fmt::print("  traced {} iterations: {} nodes, {} kernels in {} packs ({} unique, {} profiled ranges)\n",
              opt.trace_iterations, g.nodes(), pp.kernels_in_run, packing.packs(), pp.packs.size(), pp.cost.ranges);
@@ -184,10 +189,8 @@ int RunOptimize(const OptimizeOptions& opt) {
       "  search: {} policy group(s), {} change points, landings taken {:.1f} ms early/late, {} predictions, "
       "{:.2f} s\n",
       groups, sr.points, so.dvfs_jitter_ms, sr.evaluations, sr.seconds);
-  fmt::print("  predicted: {:.3f} -> {:.3f} ms per iteration ({:+.2f} %), {:.2f} -> {:.2f} J ({:.2f} % saved)\n",
-             base.end_ns / 1e6 / iters, sr.predicted.end_ns / 1e6 / iters, pred_slowdown * 100, base.energy_j / iters,
-             sr.predicted.energy_j / iters, pred_saving * 100);
-  fmt::print("  policy: {} clock changes per iteration{}\n", changes, opt.out.empty() ? "" : " -> " + opt.out);
+  nlohmann::ordered_json predicted;
+  if (!HandOver(opt, predictor, sr, &policy, &predicted, &err)) return fail(err);
 
   nlohmann::ordered_json j;
   j["workload"] = program.name;
@@ -203,12 +206,7 @@ int RunOptimize(const OptimizeOptions& opt) {
   j["mean_clock_mhz"] = pl.mean_clock_mhz;
   j["checks"] = cs.checks;
   j["search"] = {{"seconds", sr.seconds}, {"evaluations", sr.evaluations}, {"points", sr.points}, {"groups", groups}};
-  j["predicted"] = {{"default_iteration_ms", base.end_ns / 1e6 / iters},
-                    {"default_energy_j", base.energy_j / iters},
-                    {"iteration_ms", sr.predicted.end_ns / 1e6 / iters},
-                    {"energy_j", sr.predicted.energy_j / iters},
-                    {"slowdown", pred_slowdown},
-                    {"energy_saving", pred_saving}};
+  j["predicted"] = predicted;
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
 
   if (opt.measure) {
@@ -260,15 +258,7 @@ int RunOptimize(const OptimizeOptions& opt) {
                             : nlohmann::ordered_json(nullptr);
     j["static_sweep"] = sweep;
   }
-  if (!opt.json.empty()) {
-    if (opt.json == "-") {
-      fmt::print("{}\n", j.dump(2));
-    } else {
-      std::ofstream f(opt.json);
-      f << j.dump(2) << "\n";
-      if (!f) return fail(opt.json + ": cannot write");
-    }
-  }
+  if (!WriteJson(opt.json, j, &err)) return fail(err);
   return 0;
 }
 

@@ -124,18 +124,17 @@ int RunProfile(const ProfileOptions& opt) {
     fmt::print(stderr, "emo profile: no command given (usage: emo profile --trace DIR -o OUT.json -- CMD ARGS...)\n");
     return 1;
   }
-  const std::string library = LibraryBesideEmo("EMO_INJECT_LIBRARY", "libemo_inject.so");
-  std::error_code ec;
-  if (!fs::is_regular_file(library, ec)) {
-    fmt::print(stderr, "emo profile: injection library {} not found (set EMO_INJECT_LIBRARY)\n", library);
+  std::string library, err;
+  if (!FindInjectLibrary(&library, &err)) {
+    fmt::print(stderr, "emo profile: {}\n", err);
     return 1;
   }
+  std::error_code ec;
   std::vector<std::string> files;
   Trace trace;
   Graph g;
   BuildReport report;
   Packing packing;
-  std::string err;
   if (!ExpandTracePaths(opt.traces, &files, &err) || !LoadTraces(files, &trace, &err) ||
       !GraphAndPacks(trace, opt.pack_ms, &g, &report, &packing, &err)) {
     fmt::print(stderr, "emo profile: {}\n", err);

@@ -30,12 +30,12 @@ int RunTrace(const TraceOptions& opt) {
     fmt::print(stderr, "emo trace: no command given (usage: emo trace -o DIR -- CMD ARGS...)\n");
     return 1;
   }
-  std::error_code ec;
-  const std::string library = LibraryBesideEmo("EMO_INJECT_LIBRARY", "libemo_inject.so");
-  if (!fs::is_regular_file(library, ec)) {
-    fmt::print(stderr, "emo trace: injection library {} not found (set EMO_INJECT_LIBRARY)\n", library);
+  std::string library, err;
+  if (!FindInjectLibrary(&library, &err)) {
+    fmt::print(stderr, "emo trace: {}\n", err);
     return 1;
   }
+  std::error_code ec;
   const fs::path dir = fs::absolute(opt.out_dir, ec);
   if (ec || (fs::create_directories(dir, ec), ec)) {
     fmt::print(stderr, "emo trace: {}: cannot create the directory: {}\n", opt.out_dir, ec.message());
@@ -47,7 +47,6 @@ int RunTrace(const TraceOptions& opt) {
   setenv("EMO_TRACE_DIR", dir.c_str(), 1);
 
   int code = 1;
-  std::string err;
   const SignalGuard guard;
   if (!RunChild(opt.command, &code, &err)) {
     fmt::print(stderr, "emo trace: {}\n", err);

@@ -45,7 +45,8 @@ struct Profiler {
   bool written = false;
 };
 Profiler* g_profiler = nullptr;
-thread_local int t_depth = 0;  // launch callbacks nest (a runtime launch calls the driver)
+thread_local int t_depth = 0;      // launch callbacks nest (a runtime launch calls the driver)
+thread_local bool t_comm = false;  // the outer launch in progress is NCCL's (named once, at its entry)
 
 void Fail(Profiler& p, const std::string& what) {
   if (p.result.error.empty()) p.result.error = what;
@@ -93,7 +94,8 @@ void OnLaunch(Profiler& p, const CUpti_CallbackData* data) {
   if (data->callbackSite == CUPTI_API_ENTER) {
     if (t_depth++ > 0) return;
     const std::string name = KernelName(data->symbolName);
-    if (IsCommKernelName(name)) return;
+    t_comm = IsCommKernelName(name);
+    if (t_comm) return;
     std::lock_guard<std::mutex> lock(p.mu);
     if (p.inside || p.next >= p.ranges.size() || p.ordinal != p.ranges[p.next].first) return;
     // A launch's context is null where the runtime makes the context current inside the call (the
@@ -122,8 +124,7 @@ void OnLaunch(Profiler& p, const CUpti_CallbackData* data) {
     p.current = ProfiledRange{p.ranges[p.next], PackMetrics(), name};
     return;
   }
-  if (--t_depth > 0) return;
-  if (IsCommKernelName(KernelName(data->symbolName))) return;
+  if (--t_depth > 0 || t_comm) return;
   std::lock_guard<std::mutex> lock(p.mu);
   const int64_t k = p.ordinal++;
   if (!p.inside) return;

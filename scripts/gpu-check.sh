@@ -75,6 +75,19 @@ PY
     else
       cat "$out/profile-cuda.err"; fail "emo profile of two_streams"
     fi
+    # The iteration window: 5 of the 20 steps after 3 warm-up ones, and the pack profiler on it.
+    if timeout 180 "$emo" trace -o "$out/trace-window" --warmup 3 --iterations 5 -- "$out/two_streams" 20 &&
+       "$emo" analyze "$out/trace-window" --json >"$out/analyze-window.json" &&
+       timeout 180 "$emo" profile --trace "$out/trace-window" -o "$out/profile-window.json" -- "$out/two_streams" 20; then
+      python3 - "$out/analyze-window.json" "$out/profile-window.json" <<'PY' && pass "windowed trace (5 of 20 steps)" || fail "windowed trace (5 of 20 steps)"
+import json, sys
+a, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print("iterations", a["iterations"], "first-kernel mismatches", p["first_kernel_mismatches"])
+sys.exit(0 if a["iterations"] == 5 and p["first_kernel_mismatches"] == 0 else 1)
+PY
+    else
+      fail "windowed trace (5 of 20 steps)"
+    fi
   else
     fail "emo trace of two_streams"
   fi

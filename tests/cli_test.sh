@@ -277,9 +277,15 @@ if [ -f "$(dirname "$emo")/libemo_inject.so" ]; then
   "$emo" trace -o "$tmp/traces" -- sh -c 'exit 3' >/dev/null 2>"$tmp/err"; rc=$?
   check "trace exits with the command's status" test $rc -eq 3
   check "trace reports that a non-CUDA command wrote no trace" grep -q "wrote no trace" "$tmp/err"
+  "$emo" trace -o "$tmp/traces" --warmup 2 --iterations 3 -- \
+    sh -c 'echo "$EMO_TRACE_WARMUP $EMO_TRACE_ITERATIONS" >"$0"' "$tmp/window" >/dev/null 2>&1
+  check "trace hands --warmup and --iterations to the injection library" test "$(cat "$tmp/window")" = "2 3"
 else
   check "an emo without CUDA support says so" grep -q "without CUDA support" "$tmp/err"
 fi
+
+"$emo" trace -o "$tmp/traces" --iterations 0 -- true >/dev/null 2>&1; rc=$?
+check "trace rejects --iterations 0" test $rc -ne 0
 
 # Bad input: one line on stderr naming the file, non-zero exit, no crash (exit code 1, not a signal).
 printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 12' >"$tmp/truncated.json"

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "graph/builder.h"
 #include "test_util.h"
@@ -283,6 +284,83 @@ TEST(CuptiRecords, NamesCallsItDoesNotKnowByCallbackId) {
   ASSERT_EQ(t.ranks[0].iterations.size(), 2u);
   EXPECT_EQ(t.ranks[0].iterations[0].step, 0);
   EXPECT_EQ(t.ranks[0].iterations[1].step, 1);
+}
+
+// Five emo.step ranges of 1000 ns, [1000 i, 1000 i + 900]. In step i a launch at 1000 i + 10
+// (correlation 10 i + 1) issues kernel k<i> on stream 7 at [1000 i + 500, 1000 i + 1200], past
+// the step's end; in step 1 a second launch at 1020 (correlation 12) issues "late" at
+// [2100, 2150]. Kernel records reach the converter a step after their launches, as CUPTI's
+// per-context buffers complete after the API buffer. --warmup 2 --iterations 2 keeps [2000, 3900].
+void FillFiveSteps(CuptiRecordConverter* c, Trace* t, std::vector<size_t>* calls_at_window_start) {
+  static const char* const kNames[] = {"k0", "k1", "k2", "k3", "k4"};
+  for (uint32_t i = 0; i < 5; ++i) {
+    const uint64_t s = 1000 * i;
+    AddMarker(c, 100 + i, CUPTI_ACTIVITY_FLAG_MARKER_START, s, "emo.step");
+    if (i == 2) calls_at_window_start->push_back(t->ranks[0].calls.size());
+    if (i > 0) AddKernel(c, kNames[i - 1], 7, s - 500, s + 200, 10 * (i - 1) + 1);
+    if (i == 2) AddKernel(c, "late", 7, 2100, 2150, 12);
+    AddApi(c, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, s + 10, s + 15, 10 * i + 1);
+    if (i == 1) AddApi(c, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, s + 20, s + 25, 12);
+    AddMarker(c, 100 + i, CUPTI_ACTIVITY_FLAG_MARKER_END, s + 900, nullptr);
+  }
+  AddKernel(c, "k4", 7, 4500, 5200, 41);
+}
+
+TEST(CuptiRecords, KeepsTheIterationWindowAndDropsTheRestAsItArrives) {
+  Trace t;
+  t.ranks.emplace_back();
+  CuptiRecordConverter c(&t, 0);
+  c.SetWindow(2, 2);
+  std::vector<size_t> calls_at_window_start;
+  FillFiveSteps(&c, &t, &calls_at_window_start);
+  // Memory holds the window: the warm-up steps' calls were dropped when step 2 began.
+  EXPECT_EQ(calls_at_window_start, std::vector<size_t>{0});
+  c.Finish();
+  EXPECT_EQ(c.window_note(), "");
+  const RankTrace& r = t.ranks[0];
+  ASSERT_EQ(r.iterations.size(), 2u);
+  EXPECT_EQ(r.iterations[0].start_ns, static_cast<int64_t>(kBase + 2000));
+  EXPECT_EQ(r.iterations[1].end_ns, static_cast<int64_t>(kBase + 3900));
+  std::vector<int64_t> calls, ops;
+  for (const CpuCall& call : r.calls) calls.push_back(call.correlation);
+  for (const GpuOp& o : r.ops) ops.push_back(o.correlation);
+  EXPECT_EQ(calls, (std::vector<int64_t>{21, 31}));
+  EXPECT_EQ(ops, (std::vector<int64_t>{21, 31}));  // k3 ends after the window but was issued in it
+  // k0 and k1 started before the window; "late" started in it but was issued in step 1.
+  EXPECT_TRUE(r.windowed);
+  EXPECT_EQ(r.kernels_before, 3);
+
+  // The launch ordinals' origin survives the Kineto file.
+  std::string json;
+  WriteKinetoJson(t, 0, &json);
+  Trace back;
+  std::string err;
+  ASSERT_TRUE(ParseKinetoJson("window.json", json.data(), json.size(), &back, &err)) << err;
+  EXPECT_TRUE(back.ranks[0].windowed);
+  EXPECT_EQ(back.ranks[0].kernels_before, 3);
+}
+
+TEST(CuptiRecords, AShortRunKeepsWhatFollowsTheWarmUp) {
+  Trace t;
+  t.ranks.emplace_back();
+  CuptiRecordConverter c(&t, 0);
+  c.SetWindow(3, 5);  // 8 steps asked, 5 run: steps 3 and 4 stay
+  std::vector<size_t> unused;
+  FillFiveSteps(&c, &t, &unused);
+  c.Finish();
+  EXPECT_EQ(c.window_note(), "the run had 5 steps, not 3 warm-up + 5: kept steps 3..4");
+  ASSERT_EQ(t.ranks[0].iterations.size(), 2u);
+  EXPECT_EQ(t.ranks[0].iterations[0].start_ns, static_cast<int64_t>(kBase + 3000));
+  EXPECT_EQ(t.ranks[0].kernels_before, 4);  // k0, k1, late, k2
+
+  Trace unmarked;
+  unmarked.ranks.emplace_back();
+  CuptiRecordConverter u(&unmarked, 0);
+  u.SetWindow(1, 1);
+  FillOneIteration(&u);  // its only range is ProfilerStep#3: one step, kept whole
+  u.Finish();
+  EXPECT_EQ(u.window_note(), "the run had 1 step, not 1 warm-up + 1: kept steps 0..0");
+  EXPECT_EQ(unmarked.ranks[0].calls.size(), 7u);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "fake_metric_source.h"
+#include "model/pack_profile.h"
 #include "test_util.h"
 #include "trace/load.h"
 
@@ -124,6 +126,32 @@ TEST(Packer, CopiesAndCommunicationSplitPacks) {
 
 // Real traces: a partition of the kernels; Δmax holds except for single kernels longer than it;
 // and on DLRM's eight ranks of one model the packs repeat across ranks.
+// A trace of a window of a longer run (emo trace --iterations) names its kernels to the metric
+// source counted from the run's first kernel: with 4 kernels launched before the window, the
+// window's seven kernels (packs A-E and F-G) are ordinals 4..8 and 9..10.
+TEST(Packer, WindowedTracesProfileByTheRunsLaunchOrdinals) {
+  Trace t = QueuedKernels({"A", "B", "C", "D", "E", "F", "G"}, 1);
+  t.ranks[0].windowed = true;
+  t.ranks[0].kernels_before = 4;
+  Graph g;
+  Build(t, &g);
+  const Packing p = PackKernels(g, t.names);
+  FakeMetricSource source;
+  for (int k = 0; k < 11; ++k) {
+    PackMetrics m;
+    m.kernels = 1;
+    m.time_ns = 1000.0 * k;  // tells the ordinals apart
+    source.kernels[0].push_back(m);
+  }
+  PackProfile pp;
+  std::string err;
+  ASSERT_TRUE(ProfilePacks(t, g, p, source, &pp, &err)) << err;
+  ASSERT_EQ(pp.metrics.size(), 2u);
+  EXPECT_DOUBLE_EQ(pp.metrics[0].time_ns, 1000.0 * (4 + 5 + 6 + 7 + 8));
+  EXPECT_DOUBLE_EQ(pp.metrics[1].time_ns, 1000.0 * (9 + 10));
+  EXPECT_EQ(pp.kernels_in_run, 7);
+}
+
 TEST(Packer, RealTraces) {
   const std::string dir = test::TracesDir();
   if (dir.empty()) GTEST_SKIP() << "EMO_TRACES is not set";

@@ -1,6 +1,7 @@
 // trace.cc — the `emo trace` command: sets CUDA_INJECTION64_PATH to libemo_inject.so (next to the
 // emo binary, or $EMO_INJECT_LIBRARY) and EMO_TRACE_DIR to the output directory, runs the command
-// and lists the trace files it wrote.
+// and lists the trace files it wrote. --warmup M --iterations N reach the library as
+// EMO_TRACE_WARMUP and EMO_TRACE_ITERATIONS.
 #include "cli/trace.h"
 
 #include <fmt/core.h>
@@ -45,6 +46,10 @@ int RunTrace(const TraceOptions& opt) {
   const auto started = fs::file_time_type::clock::now();
   setenv("CUDA_INJECTION64_PATH", fs::absolute(library).c_str(), 1);
   setenv("EMO_TRACE_DIR", dir.c_str(), 1);
+  if (opt.iterations > 0) {
+    setenv("EMO_TRACE_WARMUP", std::to_string(opt.warmup).c_str(), 1);
+    setenv("EMO_TRACE_ITERATIONS", std::to_string(opt.iterations).c_str(), 1);
+  }
 
   int code = 1;
   const SignalGuard guard;

@@ -10,6 +10,8 @@ namespace emo {
 struct TraceOptions {
   std::string out_dir;               // where the processes write emo-trace-*.json
   std::vector<std::string> command;  // program and arguments
+  int warmup = 0;                    // steps left out before the window
+  int iterations = 0;                // steps kept after them; 0 keeps the whole run
 };
 
 // Returns the command's exit status (128+N when signal N ended it), or 1 when EMO itself failed

@@ -3,8 +3,9 @@
 // records, converts each completed buffer at once (CuptiRecordConverter; no raw buffers are kept)
 // and at exit writes one Kineto JSON file to $EMO_TRACE_DIR: emo-trace-rank<R>.json, R from the
 // launcher's variables (trace/launcher_rank.h: RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID),
-// else emo-trace-pid<P>.json. Errors go to stderr as one line each and never stop the traced program.
-// With $EMO_PROFILE_RANGES set it profiles kernel ranges instead of tracing (pack_profiler.h).
+// else emo-trace-pid<P>.json. $EMO_TRACE_WARMUP and $EMO_TRACE_ITERATIONS (`emo trace --warmup M
+// --iterations N`) keep only N steps after M warm-up ones. Errors go to stderr as one line each and never stop the
+// traced program. With $EMO_PROFILE_RANGES set it profiles kernel ranges instead of tracing (pack_profiler.h).
 #include <cupti.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -82,6 +83,7 @@ void WriteAtExit() {
   if (g_state->written) return;
   g_state->written = true;
   g_state->converter->Finish();
+  if (!g_state->converter->window_note().empty()) Warn(g_state->converter->window_note());
   if (g_state->dropped > 0) Warn("CUPTI dropped " + std::to_string(g_state->dropped) + " records");
   emo::RankTrace& r = g_state->trace.ranks[0];
   if (r.calls.empty() && r.ops.empty()) return;  // the process did no CUDA work worth a file
@@ -121,6 +123,14 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   g_state = new State;
   g_state->trace.ranks.emplace_back();
   g_state->converter = new emo::CuptiRecordConverter(&g_state->trace, 0, NameFromCupti);
+  if (const char* n = std::getenv("EMO_TRACE_ITERATIONS"); n && *n) {
+    const char* m = std::getenv("EMO_TRACE_WARMUP");
+    const long warmup = m && *m ? std::strtol(m, nullptr, 10) : 0, count = std::strtol(n, nullptr, 10);
+    if (warmup >= 0 && count >= 1)
+      g_state->converter->SetWindow(warmup, count);
+    else
+      Warn("EMO_TRACE_WARMUP / EMO_TRACE_ITERATIONS must be a count >= 0 and >= 1: tracing the whole run");
+  }
   // Thread ids as the kernel gives them (gettid), the same ids that NVTX markers carry.
   Check(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType");
   if (!Check(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted), "cuptiActivityRegisterCallbacks"))

@@ -28,7 +28,8 @@ bool ProfilePacks(const Trace& trace, const Graph& g, const Packing& packing, Me
   const std::vector<std::vector<uint32_t>> order = ComputeKernelsInLaunchOrder(trace);
   for (size_t r = 0; r < trace.ranks.size(); ++r) {
     ordinal[r].assign(trace.ranks[r].ops.size(), -1);
-    for (size_t i = 0; i < order[r].size(); ++i) ordinal[r][order[r][i]] = static_cast<int64_t>(i);
+    for (size_t i = 0; i < order[r].size(); ++i)
+      ordinal[r][order[r][i]] = trace.ranks[r].kernels_before + static_cast<int64_t>(i);
     out->kernels_in_run += static_cast<int64_t>(order[r].size());
   }
 

@@ -4,7 +4,8 @@
 // each clock.
 //
 // A pack's kernels are named to the MetricSource by launch ordinal on their GPU: the compute
-// kernels of the rank in correlation (launch) order. A pack's kernels are consecutive on their
+// kernels of the rank in correlation (launch) order, counted from the first kernel of the run (a
+// windowed trace starts at RankTrace::kernels_before). A pack's kernels are consecutive on their
 // stream but may not be consecutive in launch order (kernels of other streams launched between
 // them); such a pack is profiled as several ranges and their counters added.
 #pragma once

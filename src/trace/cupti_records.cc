@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "trace/iteration_window.h"
+
 namespace emo {
 namespace {
 
@@ -162,6 +164,11 @@ std::string BuiltinCallbackName(CUpti_CallbackDomain domain, CUpti_CallbackId cb
 CuptiRecordConverter::CuptiRecordConverter(Trace* trace, size_t rank_index, CallbackNamer namer)
     : trace_(trace), rank_index_(rank_index), namer_(namer) {}
 
+void CuptiRecordConverter::SetWindow(int64_t warmup, int64_t count) {
+  warmup_ = warmup;
+  count_ = count;
+}
+
 void CuptiRecordConverter::Add(const CUpti_Activity* record) {
   ++rank().events_read;
   ++converted_;
@@ -235,6 +242,11 @@ void CuptiRecordConverter::AddApi(const CUpti_ActivityAPI& r) {
     }
     it = api_names_.emplace(key, trace_->names.Intern(name)).first;
   }
+  if (Ns(r.start) < floor_ns_ || Ns(r.start) > end_ns_) {
+    ++outside_window_;
+    if (Ns(r.start) < floor_ns_) floor_correlation_ = std::max<int64_t>(floor_correlation_, r.correlationId);
+    return;
+  }
   CpuCall c;
   c.start_ns = Ns(r.start);
   c.end_ns = Ns(r.end);
@@ -243,10 +255,19 @@ void CuptiRecordConverter::AddApi(const CUpti_ActivityAPI& r) {
   c.name = it->second;
   c.kind = ClassifyCall(trace_->names.Get(c.name));
   rank().calls.push_back(c);
+  if (end_ns_ != INT64_MAX) max_correlation_ = std::max(max_correlation_, c.correlation);
 }
 
 void CuptiRecordConverter::AddOp(int64_t start, int64_t end, int64_t correlation, uint32_t device, uint32_t stream,
                                  uint32_t name, GpuOpKind kind, int64_t bytes) {
+  // An op cannot start before the call that issued it; one that starts after the window was
+  // issued after it unless a call inside the window has its correlation or a later one.
+  const bool compute = kind == GpuOpKind::kKernel && !IsCommKernelName(trace_->names.Get(name));
+  if (start < floor_ns_ || (start > end_ns_ && correlation > max_correlation_)) {
+    ++outside_window_;
+    kernels_before_ += start < floor_ns_ && compute;
+    return;
+  }
   GpuOp o;
   o.start_ns = start;
   o.end_ns = end;
@@ -256,8 +277,7 @@ void CuptiRecordConverter::AddOp(int64_t start, int64_t end, int64_t correlation
   o.name = name;
   o.kind = kind;
   o.bytes = bytes;
-  const std::string& n = trace_->names.Get(name);
-  o.is_comm = kind == GpuOpKind::kKernel && IsCommKernelName(n);
+  o.is_comm = kind == GpuOpKind::kKernel && !compute;
   rank().ops.push_back(o);
 }
 
@@ -294,13 +314,71 @@ void CuptiRecordConverter::AddMarker(const CUpti_ActivityMarker2& r) {
   if (r.flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
     const int64_t step = StepOf(r.name ? std::string_view(r.name) : std::string_view(), emo_steps_);
     if (step >= 0 && r.name && std::string_view(r.name) == "emo.step") ++emo_steps_;
-    open_ranges_[r.id] = {Ns(r.timestamp), step};
+    const int64_t ordinal = step >= 0 ? step_ranges_++ : -1;
+    open_ranges_[r.id] = {Ns(r.timestamp), step, ordinal};
+    if (warmup_ >= 0 && ordinal >= 0 && ordinal <= warmup_) RaiseFloor(Ns(r.timestamp));
   } else if (r.flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
     auto it = open_ranges_.find(r.id);
     if (it == open_ranges_.end()) return;
     if (it->second.step >= 0) rank().iterations.push_back({it->second.start_ns, Ns(r.timestamp), it->second.step});
+    if (warmup_ >= 0 && it->second.ordinal == warmup_ + count_ - 1) {
+      end_ns_ = Ns(r.timestamp);
+      std::erase_if(rank().calls, [&](const CpuCall& c) { return c.start_ns > end_ns_; });
+      for (const CpuCall& c : rank().calls) max_correlation_ = std::max(max_correlation_, c.correlation);
+    }
     open_ranges_.erase(it);
   }
+}
+
+// Drops what was issued before `ns`, the start of a step at or before the window's first.
+void CuptiRecordConverter::RaiseFloor(int64_t ns) {
+  floor_ns_ = ns;
+  outside_window_ += std::erase_if(rank().calls, [&](const CpuCall& c) {
+    if (c.start_ns >= ns) return false;
+    floor_correlation_ = std::max(floor_correlation_, c.correlation);
+    return true;
+  });
+  outside_window_ += std::erase_if(rank().ops, [&](const GpuOp& o) {
+    if (o.start_ns >= ns) return false;
+    kernels_before_ += o.kind == GpuOpKind::kKernel && !o.is_comm;
+    return true;
+  });
+}
+
+// Cuts the finished rank to the window, or, when the run had fewer steps than asked, to what is left
+// of it after the records already dropped (the steps from the last one the floor reached).
+void CuptiRecordConverter::CutToWindow() {
+  const int64_t have = static_cast<int64_t>(rank().iterations.size());
+  if (have == 0) {
+    window_note_ = "no iteration markers (NVTX ranges emo.step or ProfilerStep#N): the whole run is kept";
+    return;
+  }
+  const int64_t first = std::min(warmup_, have - 1), count = std::min(warmup_ + count_, have) - first;
+  // Ops of calls already dropped before the floor (their calls are gone, so the cut below could
+  // only judge them by time).
+  std::erase_if(rank().ops, [&](const GpuOp& o) {
+    if (o.correlation < 0 || o.correlation > floor_correlation_) return false;
+    kernels_before_ += o.kind == GpuOpKind::kKernel && !o.is_comm;
+    return true;
+  });
+  std::vector<int64_t> launched;  // correlations of the compute kernels before the cut
+  for (const GpuOp& o : rank().ops)
+    if (o.kind == GpuOpKind::kKernel && !o.is_comm) launched.push_back(o.correlation);
+  std::string err;
+  if (!KeepIterationWindow(&rank(), first, count, &err)) {
+    window_note_ = err;
+    return;
+  }
+  int64_t first_kept = INT64_MAX;
+  for (const GpuOp& o : rank().ops)
+    if (o.kind == GpuOpKind::kKernel && !o.is_comm) first_kept = std::min(first_kept, o.correlation);
+  rank().windowed = true;
+  rank().kernels_before =
+      kernels_before_ + std::count_if(launched.begin(), launched.end(), [&](int64_t c) { return c < first_kept; });
+  if (first != warmup_ || count != count_)
+    window_note_ = "the run had " + std::to_string(have) + (have == 1 ? " step" : " steps") + ", not " +
+                   std::to_string(warmup_) + " warm-up + " + std::to_string(count_) + ": kept steps " +
+                   std::to_string(first) + ".." + std::to_string(first + count - 1);
 }
 
 void CuptiRecordConverter::Finish() {
@@ -335,6 +413,7 @@ void CuptiRecordConverter::Finish() {
     }
   }
   rank().Finish();
+  if (warmup_ >= 0) CutToWindow();
 }
 
 }  // namespace emo

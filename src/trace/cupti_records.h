@@ -12,6 +12,9 @@
 //   DEVICE (CUpti_ActivityDevice5)               the GPU name
 //   MARKER (CUpti_ActivityMarker2)               NVTX ranges named "ProfilerStep#N" or "emo.step" become
 //                                                Iterations; other markers are ignored
+// With SetWindow(M, N) only iterations M..M+N-1 and the work they issued are kept
+// (trace/iteration_window.h); calls and GPU ops that cannot belong to them are dropped as they
+// arrive, so that a long run costs the memory of its window, not of the whole run.
 // Every other kind is counted in skipped() and dropped. Times are CUPTI's nanoseconds.
 #pragma once
 
@@ -48,12 +51,18 @@ class CuptiRecordConverter {
   // Converts one record of any kind; names are copied, so the record's buffer may be reused after.
   void Add(const CUpti_Activity* record);
 
-  // Resolves event waits, turns closed step ranges into iterations and sorts the rank
-  // (RankTrace::Finish). Call once, after the last Add.
+  // Keeps only the N = count iterations after the first M = warmup ones. Call before the first Add.
+  void SetWindow(int64_t warmup, int64_t count);
+
+  // Resolves event waits, turns closed step ranges into iterations, sorts the rank
+  // (RankTrace::Finish) and cuts it to the window. Call once, after the last Add.
   void Finish();
 
   int64_t converted() const { return converted_; }
   int64_t skipped() const { return skipped_; }
+  int64_t outside_window() const { return outside_window_; }  // calls and ops dropped as they arrived
+  // After Finish: "" when the window was cut as asked, else what was kept instead and why.
+  const std::string& window_note() const { return window_note_; }
 
  private:
   struct EventRecord {  // one cudaEventRecord, from CUPTI_ACTIVITY_KIND_CUDA_EVENT
@@ -69,7 +78,8 @@ class CuptiRecordConverter {
   };
   struct OpenRange {
     int64_t start_ns = 0;
-    int64_t step = -1;  // -1: not an iteration marker
+    int64_t step = -1;     // -1: not an iteration marker
+    int64_t ordinal = -1;  // the how-manieth step range this is, from 0
   };
 
   RankTrace& rank() { return trace_->ranks[rank_index_]; }
@@ -78,6 +88,8 @@ class CuptiRecordConverter {
              GpuOpKind kind, int64_t bytes);
   void AddSync(const CUpti_ActivitySynchronization2& r);
   void AddMarker(const CUpti_ActivityMarker2& r);
+  void RaiseFloor(int64_t ns);
+  void CutToWindow();
 
   Trace* trace_;
   size_t rank_index_;
@@ -89,6 +101,17 @@ class CuptiRecordConverter {
   int64_t emo_steps_ = 0;
   int64_t converted_ = 0;
   int64_t skipped_ = 0;
+  // The window: -1 warm-up keeps everything. Nothing issued before floor_ns_ (the start of the
+  // latest warm-up or first kept step seen) or after end_ns_ (the end of the last kept step, once
+  // seen) can belong to it; max_correlation_ is the latest call issued up to end_ns_.
+  int64_t warmup_ = -1, count_ = 0;
+  int64_t step_ranges_ = 0;
+  int64_t floor_ns_ = INT64_MIN, end_ns_ = INT64_MAX;
+  int64_t max_correlation_ = -1;
+  int64_t outside_window_ = 0;
+  int64_t kernels_before_ = 0;      // compute kernels dropped for starting before the floor
+  int64_t floor_correlation_ = -1;  // the latest call dropped for starting before the floor
+  std::string window_note_;
 };
 
 }  // namespace emo

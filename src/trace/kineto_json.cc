@@ -344,7 +344,8 @@ bool Parser::Run() {
     } else {
       size_t begin = i;
       if (!SkipValue(&i)) return false;
-      if (key == "distributedInfo" || key == "deviceProperties" || key == "baseTimeNanoseconds" || key == "host_name") {
+      if (key == "distributedInfo" || key == "deviceProperties" || key == "baseTimeNanoseconds" || key == "host_name" ||
+          key == "emoWindow") {
         if (!ParseDoc(begin, i, false) || !TopLevelValue(key)) return false;
       }
       Compact(&i);
@@ -393,6 +394,13 @@ bool Parser::TopLevelValue(std::string_view key) {
     std::string_view tok;
     if (doc_.raw_json_token().get(tok) || !ParseIntToken(tok, &base_ns_))
       return FailDoc(simdjson::INCORRECT_TYPE, "baseTimeNanoseconds is not an integer");
+  } else if (key == "emoWindow") {  // written by emo trace --iterations (RankTrace::kernels_before)
+    int64_t before = -1;
+    od::value v;
+    if (doc_.find_field_unordered("kernelsBefore").get(v) || !ReadInt(v, &before) || before < 0)
+      return FailDoc(simdjson::INCORRECT_TYPE, "emoWindow.kernelsBefore is not a count");
+    rank_.windowed = true;
+    rank_.kernels_before = before;
   } else if (key == "host_name") {
     std::string_view h;
     if (!doc_.get_string().get(h)) rank_.clock_id = static_cast<int64_t>(std::hash<std::string_view>{}(h) >> 1);

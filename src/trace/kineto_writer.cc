@@ -204,6 +204,7 @@ void Write(const Trace& trace, const RankTrace& r, std::string_view trace_name, 
       .Raw("},\n  \"deviceProperties\": [");
   if (!r.gpu_name.empty()) o.Raw("{\"id\": ").Int(main_device).Raw(", \"name\": ").Str(r.gpu_name).Raw("}");
   o.Raw("],\n  \"traceName\": ").Str(trace_name);
+  if (r.windowed) o.Raw(",\n  \"emoWindow\": {\"kernelsBefore\": ").Int(r.kernels_before).Raw("}");
   o.Raw(",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ").Int(base);
   o.Raw(",\n  \"traceEvents\": [\n");
 

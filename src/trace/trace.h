@@ -113,6 +113,10 @@ struct RankTrace {
   // with how many such ops each ran; the graph builder names hand-offs to and from them.
   std::vector<std::pair<ThreadId, int64_t>> autograd_threads;
   int64_t events_read = 0;  // raw records consumed, for throughput figures
+  // A trace of some iterations of a longer run (`emo trace --iterations`): the compute kernels
+  // (NCCL's left out) the process launched before the first one kept, where launch ordinals start.
+  bool windowed = false;
+  int64_t kernels_before = 0;
 
   uint32_t ThreadIndex(int64_t pid, int64_t tid);
   // Sorts the vectors into the orders documented above. Importers call it last.

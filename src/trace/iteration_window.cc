@@ -1,0 +1,38 @@
+// iteration_window.cc — keeps a trace's steady-state iterations and the work they issued.
+#include "trace/iteration_window.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace emo {
+
+bool KeepIterationWindow(RankTrace* rank, int64_t warmup, int64_t count, std::string* err) {
+  RankTrace& r = *rank;
+  const int64_t have = static_cast<int64_t>(r.iterations.size());
+  if (warmup < 0 || count < 1 || warmup + count > have) {
+    *err = "the trace has " + std::to_string(have) + " iteration" + (have == 1 ? "" : "s") + "; " +
+           std::to_string(warmup) + " warm-up + " + std::to_string(count) + " need " + std::to_string(warmup + count);
+    return false;
+  }
+  const int64_t first = r.iterations[static_cast<size_t>(warmup)].start_ns;
+  const int64_t last = r.iterations[static_cast<size_t>(warmup + count - 1)].end_ns;
+  auto inside = [&](int64_t t) { return t >= first && t <= last; };
+
+  std::unordered_set<int64_t> known, kept;  // correlations of every call, of the kept ones
+  for (const CpuCall& c : r.calls) {
+    if (c.correlation < 0) continue;
+    known.insert(c.correlation);
+    if (inside(c.start_ns)) kept.insert(c.correlation);
+  }
+  auto issued_inside = [&](int64_t correlation, int64_t start_ns) {
+    return correlation >= 0 && known.contains(correlation) ? kept.contains(correlation) : inside(start_ns);
+  };
+  std::erase_if(r.calls, [&](const CpuCall& c) { return !inside(c.start_ns); });
+  std::erase_if(r.ops, [&](const GpuOp& o) { return !issued_inside(o.correlation, o.start_ns); });
+  std::erase_if(r.syncs, [&](const SyncRecord& s) { return !kept.contains(s.correlation); });
+  r.iterations.erase(r.iterations.begin() + warmup + count, r.iterations.end());
+  r.iterations.erase(r.iterations.begin(), r.iterations.begin() + warmup);
+  return true;
+}
+
+}  // namespace emo

@@ -1,6 +1,7 @@
 // trace.cc — the `emo trace` command: sets CUDA_INJECTION64_PATH to libemo_inject.so (next to the
-// emo binary, or $EMO_INJECT_LIBRARY) and EMO_TRACE_DIR to the output directory, runs the command
-// and lists the trace files it wrote.
+// emo binary, or $EMO_INJECT_LIBRARY), NCCL_PROFILER_PLUGIN to libemo_nccl_profiler.so (unless the
+// user set it) and EMO_TRACE_DIR to the output directory, runs the command and lists the trace
+// files it wrote.
 #include "cli/trace.h"
 
 #include <fmt/core.h>
@@ -45,6 +46,18 @@ int RunTrace(const TraceOptions& opt) {
   const auto started = fs::file_time_type::clock::now();
   setenv("CUDA_INJECTION64_PATH", fs::absolute(library).c_str(), 1);
   setenv("EMO_TRACE_DIR", dir.c_str(), 1);
+  // NCCL's communicators and collective numbers come from EMO's NCCL profiler plugin, unless the
+  // user chose a profiler plugin of their own (NCCL loads one only).
+  if (const char* own = std::getenv("NCCL_PROFILER_PLUGIN"); own && *own) {
+    fmt::print(stderr,
+               "emo trace: NCCL_PROFILER_PLUGIN is set ({}): keeping it; NCCL collectives will be matched across "
+               "ranks by order, not by sequence number\n",
+               own);
+  } else if (std::string plugin; FindNcclProfilerLibrary(&plugin, &err)) {
+    setenv("NCCL_PROFILER_PLUGIN", fs::absolute(plugin).c_str(), 1);
+  } else {
+    fmt::print(stderr, "emo trace: {}; NCCL collectives will be matched by order\n", err);
+  }
 
   int code = 1;
   const SignalGuard guard;
@@ -56,7 +69,9 @@ int RunTrace(const TraceOptions& opt) {
   std::vector<std::string> written;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.starts_with("emo-trace-") && name.ends_with(".json") && e.last_write_time(ec) >= started)
+    if (((name.starts_with("emo-trace-") && name.ends_with(".json")) ||
+         (name.starts_with("emo-nccl-") && name.ends_with(".txt"))) &&
+        e.last_write_time(ec) >= started)
       written.push_back(e.path().string());
   }
   std::sort(written.begin(), written.end());

@@ -193,6 +193,7 @@ TEST(NcclProfiler, WriteErrorStopsRecording) {
   const std::string said = testing::internal::GetCapturedStderr();
   EXPECT_EQ(said.find("emo nccl profiler: " + (dir / "missing" / "emo-nccl-rank2.txt").string() + ": cannot write"), 0u)
       << said;
+  EXPECT_NE(said.find(": cannot write: No such file or directory; recording stops\n"), std::string::npos) << said;
   EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1);
   p->init(&ctx, 2, &mask, "", 1, 1, 0, nullptr);
   EXPECT_EQ(mask, 0);  // NCCL then sends no events

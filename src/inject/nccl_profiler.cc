@@ -99,13 +99,13 @@ void Flush(State* s) {
     s->path = std::string(dir && *dir ? dir : ".") + "/" + emo::NcclFileName(r, static_cast<long>(getpid()));
   }
   FILE* f = std::fopen(s->path.c_str(), s->opened ? "a" : "w");
-  bool ok = f != nullptr;
-  if (ok && !s->opened) ok = std::fputs("# emo-nccl-profiler 1\n", f) >= 0;
-  if (ok) ok = std::fwrite(s->buffer.data(), 1, s->buffer.size(), f) == s->buffer.size();
-  if (f && std::fclose(f) != 0) ok = false;
-  if (!ok) {
+  int error = f ? 0 : errno;  // the first failure's errno
+  if (!error && !s->opened && std::fputs("# emo-nccl-profiler 1\n", f) < 0) error = errno ? errno : EIO;
+  if (!error && std::fwrite(s->buffer.data(), 1, s->buffer.size(), f) != s->buffer.size()) error = errno ? errno : EIO;
+  if (f && std::fclose(f) != 0 && !error) error = errno ? errno : EIO;
+  if (error) {
     std::fprintf(stderr, "emo nccl profiler: %s: cannot write: %s; recording stops\n", s->path.c_str(),
-                 std::strerror(errno));
+                 std::strerror(error));
     s->failed = true;
   }
   s->opened = true;

@@ -280,6 +280,15 @@ if [ -f "$(dirname "$emo")/libemo_inject.so" ]; then
   "$emo" trace -o "$tmp/traces" --warmup 2 --iterations 3 -- \
     sh -c 'echo "$EMO_TRACE_WARMUP $EMO_TRACE_ITERATIONS" >"$0"' "$tmp/window" >/dev/null 2>&1
   check "trace hands --warmup and --iterations to the injection library" test "$(cat "$tmp/window")" = "2 3"
+  # NCCL's profiler plugin: EMO's, beside emo, unless the user named one (kept, with a note).
+  env -u NCCL_PROFILER_PLUGIN "$emo" trace -o "$tmp/traces" -- sh -c 'echo "$NCCL_PROFILER_PLUGIN" >"$0"' \
+    "$tmp/plugin" >/dev/null 2>&1
+  check "trace points NCCL_PROFILER_PLUGIN at EMO's plugin" test "$(cat "$tmp/plugin")" = \
+    "$(cd "$(dirname "$emo")" && pwd)/libemo_nccl_profiler.so"
+  NCCL_PROFILER_PLUGIN=/opt/my-profiler.so "$emo" trace -o "$tmp/traces" -- \
+    sh -c 'echo "$NCCL_PROFILER_PLUGIN" >"$0"' "$tmp/plugin" >/dev/null 2>"$tmp/err"
+  check "trace keeps the user's NCCL_PROFILER_PLUGIN" test "$(cat "$tmp/plugin")" = /opt/my-profiler.so
+  check "and says so" grep -q "NCCL_PROFILER_PLUGIN is set (/opt/my-profiler.so): keeping it" "$tmp/err"
 else
   check "an emo without CUDA support says so" grep -q "without CUDA support" "$tmp/err"
 fi

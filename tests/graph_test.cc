@@ -212,6 +212,68 @@ TEST(GraphBuilder, CollectiveJoinsRanks) {
   EXPECT_DOUBLE_EQ(w.finish()[n0], 115000);
 }
 
+// Two ranks of one communicator; rank 0's trace began after all-reduce #0, so its kernels are
+// AllReduce #1 and AllGather #0 while rank 1 has AllReduce #0, #1 and AllGather #0 (NCCL numbers
+// each collective function apart). Shared host clock, µs:
+//   rank 0: AR#1 [100,150]  AG#0 [200,260]
+//   rank 1: AR#0 [5,40]  AR#1 [110,150]  AG#0 [210,260]
+// By number: AR#1 pairs (last arrival 110: 40 µs on both), AG#0 pairs (arrival 210: 50 on both),
+// rank 1's AR#0 is unmatched. By order the k-th kernels would pair: rank 0's AR#1 with rank 1's
+// AR#0 (arrival 100: 50 and 0 µs) and rank 0's AG#0 with rank 1's AR#1 (arrival 200: 60 and 0).
+TEST(GraphBuilder, CollectivesJoinBySequenceNumber) {
+  const char* ar = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  const char* ag = "ncclDevKernel_AllGather_RING_LL";
+  Trace t;
+  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 90, 2, 1), Call("cudaLaunchKernel", 190, 2, 2),
+                           Kernel(ar, 9, 100, 50, 1), Kernel(ag, 9, 200, 60, 2)},
+                          R"("distributedInfo": {"rank": 0, "world_size": 2},)"),
+                &t, "r0.json");
+  AddKinetoRank(TraceJson({Call("cudaLaunchKernel", 0, 2, 1), Call("cudaLaunchKernel", 100, 2, 2),
+                           Call("cudaLaunchKernel", 200, 2, 3), Kernel(ar, 9, 5, 35, 1), Kernel(ar, 9, 110, 40, 2),
+                           Kernel(ag, 9, 210, 50, 3)},
+                          R"("distributedInfo": {"rank": 1, "world_size": 2},)"),
+                &t, "r1.json");
+  const uint32_t comm = t.names.Intern("nccl:00000000000000ab");
+  const uint32_t all_reduce = t.names.Intern("AllReduce"), all_gather = t.names.Intern("AllGather");
+  auto number = [&](int rank, size_t op, uint32_t what, int64_t seq) {
+    GpuOp& o = t.ranks[rank].ops[op];
+    o.process_group = comm, o.collective = what, o.collective_seq = seq;
+  };
+  number(0, 0, all_reduce, 1), number(0, 1, all_gather, 0);
+  number(1, 0, all_reduce, 0), number(1, 1, all_reduce, 1), number(1, 2, all_gather, 0);
+  // The duration (µs) the graph gives each rank's comm kernels, in start order.
+  auto durations = [&](const Graph& g, int rank) {
+    std::vector<double> out;
+    for (uint32_t v = 0; v < g.nodes(); ++v)
+      if (g.kind[v] == NodeKind::kComm && g.rank[v] == rank) out.push_back(g.duration[v] / 1000);
+    return out;
+  };
+  Graph g;
+  BuildReport rep;
+  Build(t, &g, &rep);
+  EXPECT_EQ(rep.groups_matched_by_seq, 1);
+  EXPECT_EQ(rep.ranks[0].collectives_matched, 2);
+  EXPECT_EQ(rep.ranks[1].collectives_matched, 2);
+  EXPECT_EQ(rep.ranks[0].collectives_unmatched, 0);
+  EXPECT_EQ(rep.ranks[1].collectives_unmatched, 1);
+  EXPECT_EQ(Count(g, EdgeKind::kCollective), 4);
+  EXPECT_EQ(durations(g, 0), (std::vector<double>{40, 50}));
+  EXPECT_EQ(durations(g, 1), (std::vector<double>{35, 40, 50}));  // AR#0 keeps its measured 35
+  for (const std::string& n : rep.notes) EXPECT_EQ(n.find("differ in name"), std::string::npos) << n;
+
+  // Without a number on one kernel, the group falls back to order, and pairs the wrong kernels.
+  t.ranks[1].ops[0].collective_seq = -1;
+  Build(t, &g, &rep);
+  EXPECT_EQ(rep.groups_matched_by_seq, 0);
+  EXPECT_EQ(rep.ranks[0].collectives_matched, 2);
+  EXPECT_EQ(rep.ranks[1].collectives_unmatched, 1);
+  EXPECT_EQ(durations(g, 0), (std::vector<double>{50, 60}));
+  EXPECT_EQ(durations(g, 1), (std::vector<double>{0, 0, 50}));  // AR#0, AR#1 ended before their arrivals
+  bool named = false;
+  for (const std::string& n : rep.notes) named |= n.starts_with("1 matched collective kernels differ in name");
+  EXPECT_TRUE(named);
+}
+
 // Slack of compute kernels: latest minus earliest start in the replay; the report weighs kernels
 // by their time. Launch latency 5 (every launch is to an idle stream but K4's, queued behind K3).
 // Thread: L1 [0,10] L2 [20,30] L3 [40,50] L4 [60,70] L5 [80,90]

@@ -74,4 +74,12 @@ bool FindInjectLibrary(std::string* path, std::string* err) {
   return false;
 }
 
+bool FindNcclProfilerLibrary(std::string* path, std::string* err) {
+  *path = LibraryBesideEmo("EMO_NCCL_PROFILER_LIBRARY", "libemo_nccl_profiler.so");
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(*path, ec)) return true;
+  *err = "NCCL profiler plugin " + *path + " not found (set EMO_NCCL_PROFILER_LIBRARY)";
+  return false;
+}
+
 }  // namespace emo

@@ -30,5 +30,8 @@ std::string LibraryBesideEmo(const char* env, const char* name);
 // libemo_inject.so (`emo trace`, `emo profile`) as LibraryBesideEmo finds it; false with *err when
 // the file is not there.
 bool FindInjectLibrary(std::string* path, std::string* err);
+// libemo_nccl_profiler.so (`emo trace`), $EMO_NCCL_PROFILER_LIBRARY or beside emo; false with *err
+// when the file is not there.
+bool FindNcclProfilerLibrary(std::string* path, std::string* err);
 
 }  // namespace emo

@@ -1,7 +1,8 @@
 // trace.cc — the `emo trace` command: sets CUDA_INJECTION64_PATH to libemo_inject.so (next to the
-// emo binary, or $EMO_INJECT_LIBRARY) and EMO_TRACE_DIR to the output directory, runs the command
-// and lists the trace files it wrote. --warmup M --iterations N reach the library as
-// EMO_TRACE_WARMUP and EMO_TRACE_ITERATIONS.
+// emo binary, or $EMO_INJECT_LIBRARY), NCCL_PROFILER_PLUGIN to libemo_nccl_profiler.so (unless the
+// user set it) and EMO_TRACE_DIR to the output directory, runs the command and lists the trace
+// files it wrote. --warmup M --iterations N reach the library as EMO_TRACE_WARMUP and
+// EMO_TRACE_ITERATIONS.
 #include "cli/trace.h"
 
 #include <fmt/core.h>
@@ -50,6 +51,18 @@ int RunTrace(const TraceOptions& opt) {
     setenv("EMO_TRACE_WARMUP", std::to_string(opt.warmup).c_str(), 1);
     setenv("EMO_TRACE_ITERATIONS", std::to_string(opt.iterations).c_str(), 1);
   }
+  // NCCL's communicators and collective numbers come from EMO's NCCL profiler plugin, unless the
+  // user chose a profiler plugin of their own (NCCL loads one only).
+  if (const char* own = std::getenv("NCCL_PROFILER_PLUGIN"); own && *own) {
+    fmt::print(stderr,
+               "emo trace: NCCL_PROFILER_PLUGIN is set ({}): keeping it; NCCL collectives will be matched across "
+               "ranks by order, not by sequence number\n",
+               own);
+  } else if (std::string plugin; FindNcclProfilerLibrary(&plugin, &err)) {
+    setenv("NCCL_PROFILER_PLUGIN", fs::absolute(plugin).c_str(), 1);
+  } else {
+    fmt::print(stderr, "emo trace: {}; NCCL collectives will be matched by order\n", err);
+  }
 
   int code = 1;
   const SignalGuard guard;
@@ -61,7 +74,9 @@ int RunTrace(const TraceOptions& opt) {
   std::vector<std::string> written;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.starts_with("emo-trace-") && name.ends_with(".json") && e.last_write_time(ec) >= started)
+    if (((name.starts_with("emo-trace-") && name.ends_with(".json")) ||
+         (name.starts_with("emo-nccl-") && name.ends_with(".txt"))) &&
+        e.last_write_time(ec) >= started)
       written.push_back(e.path().string());
   }
   std::sort(written.begin(), written.end());

@@ -544,9 +544,12 @@ void RankBuilder::BuildCrossThread() {
   }
 }
 
-// Joins NCCL kernels of the same collective across loaded ranks through a barrier node. The k-th
-// communication kernel of a process group (or, without group names, of the k-th communication
-// stream) on every rank is one collective.
+// Joins NCCL kernels of the same collective across loaded ranks through a barrier node. When
+// every communication kernel of a process group, on every rank, carries a sequence number (the
+// NCCL profiler plugin's records: trace/nccl_records.h), a collective is the kernels with equal
+// (operation, number) — a point-to-point "p2p S->R" joins just its two ranks — and a kernel whose
+// number no other rank has is unmatched. Otherwise the k-th communication kernel of a process
+// group (or, without group names, of the k-th communication stream) on every rank is one.
 void JoinCollectives(const Trace& t, const std::vector<RankIndex>& idx, Draft* d, BuildReport* rep,
                      std::vector<uint32_t>* redirect) {
   std::map<int64_t, std::vector<std::vector<uint32_t>>> groups;  // key -> per rank -> op indices
@@ -569,33 +572,72 @@ void JoinCollectives(const Trace& t, const std::vector<RankIndex>& idx, Draft* d
       per_rank[r].push_back(i);
     }
   }
+  // The collectives of one group: per collective, per rank, the op index (UINT32_MAX: absent).
+  std::vector<std::vector<uint32_t>> sets;
+  auto by_order = [&](const std::vector<std::vector<uint32_t>>& per_rank) {
+    size_t n = SIZE_MAX, present = 0;
+    for (const auto& ops : per_rank)
+      if (!ops.empty()) ++present, n = std::min(n, ops.size());
+    for (size_t r = 0; r < per_rank.size(); ++r) {
+      if (per_rank[r].empty()) continue;
+      rep->ranks[r].collectives_unmatched +=
+          static_cast<int64_t>(present >= 2 ? per_rank[r].size() - n : per_rank[r].size());
+      for (size_t k = 0; present >= 2 && k < n; ++k) {
+        if (sets.size() <= k) sets.resize(k + 1, std::vector<uint32_t>(per_rank.size(), UINT32_MAX));
+        sets[k][r] = per_rank[r][k];
+      }
+    }
+  };
+  auto by_seq = [&](const std::vector<std::vector<uint32_t>>& per_rank) {
+    std::map<std::pair<uint32_t, int64_t>, size_t> set_of;  // (operation, number) -> index in sets
+    for (size_t r = 0; r < per_rank.size(); ++r)
+      for (uint32_t i : per_rank[r]) {
+        const GpuOp& o = t.ranks[r].ops[i];
+        auto [it, added] = set_of.try_emplace({o.collective, o.collective_seq}, sets.size());
+        if (added) sets.emplace_back(per_rank.size(), UINT32_MAX);
+        std::vector<uint32_t>& set = sets[it->second];
+        if (set[r] == UINT32_MAX)
+          set[r] = i;
+        else
+          ++rep->ranks[r].collectives_unmatched;  // the same number twice on one rank
+      }
+    std::erase_if(sets, [&](const std::vector<uint32_t>& set) {
+      size_t present = 0, last = 0;
+      for (size_t r = 0; r < set.size(); ++r)
+        if (set[r] != UINT32_MAX) ++present, last = r;
+      if (present == 1) ++rep->ranks[last].collectives_unmatched;
+      return present < 2;
+    });
+  };
   int64_t mismatched_names = 0;
   for (auto& [key, per_rank] : groups) {
-    std::vector<size_t> present;
-    size_t n = SIZE_MAX;
+    bool numbered = true;
     for (size_t r = 0; r < per_rank.size(); ++r)
-      if (!per_rank[r].empty()) present.push_back(r), n = std::min(n, per_rank[r].size());
-    for (size_t r : present) {
-      size_t unmatched = present.size() >= 2 ? per_rank[r].size() - n : per_rank[r].size();
-      rep->ranks[r].collectives_unmatched += static_cast<int64_t>(unmatched);
-    }
-    if (present.size() < 2) continue;
-    for (size_t k = 0; k < n; ++k) {
+      for (uint32_t i : per_rank[r]) numbered &= t.ranks[r].ops[i].collective_seq >= 0;
+    sets.clear();
+    if (numbered)
+      by_seq(per_rank), ++rep->groups_matched_by_seq;
+    else
+      by_order(per_rank);
+    for (const std::vector<uint32_t>& set : sets) {
       double arrive = kNoAnchor, anchor = kNoAnchor;
       bool shared_clock = true;
-      for (size_t r : present) {
-        uint32_t node = idx[r].op_node[per_rank[r][k]];
+      size_t first_rank = SIZE_MAX;
+      for (size_t r = 0; r < set.size(); ++r) {
+        if (set[r] == UINT32_MAX) continue;
+        if (first_rank == SIZE_MAX) first_rank = r;
+        uint32_t node = idx[r].op_node[set[r]];
         arrive = std::max(arrive, d->g.observed_start[node]);
         anchor = std::max(anchor, d->g.anchor[node]);
-        shared_clock &= t.ranks[r].clock_id == t.ranks[present[0]].clock_id;
-        if (t.ranks[r].ops[per_rank[r][k]].name != t.ranks[present[0]].ops[per_rank[present[0]][k]].name)
-          ++mismatched_names;
+        shared_clock &= t.ranks[r].clock_id == t.ranks[first_rank].clock_id;
+        if (t.ranks[r].ops[set[r]].name != t.ranks[first_rank].ops[set[first_rank]].name) ++mismatched_names;
       }
-      uint32_t first = idx[present[0]].op_node[per_rank[present[0]][k]];
+      uint32_t first = idx[first_rank].op_node[set[first_rank]];
       uint32_t b = d->AddNode(NodeKind::kBarrier, d->g.rank[first], -1, 0, -1, 0, anchor, arrive, arrive);
       redirect->resize(d->g.kind.size(), kNone);
-      for (size_t r : present) {
-        uint32_t node = idx[r].op_node[per_rank[r][k]];
+      for (size_t r = 0; r < set.size(); ++r) {
+        if (set[r] == UINT32_MAX) continue;
+        uint32_t node = idx[r].op_node[set[r]];
         (*redirect)[node] = b;
         d->g.anchor[node] = kNoAnchor;
         d->AddEdge(b, node, EdgeKind::kCollective);
@@ -713,7 +755,8 @@ bool BuildGraph(const Trace& trace, Graph* graph, BuildReport* report, std::stri
   d.g.kind.reserve(nodes), d.g.rank.reserve(nodes), d.g.lane.reserve(nodes), d.g.name.reserve(nodes);
   d.g.source.reserve(nodes), d.thread_next.reserve(nodes), d.edges.reserve(edges);
   report->ranks.assign(trace.ranks.size(), {});
-  report->notes.clear();
+  report->notes = trace.notes;
+  report->groups_matched_by_seq = 0;
   std::vector<RankIndex> index(trace.ranks.size());
   for (size_t r = 0; r < trace.ranks.size(); ++r) {
     RankBuilder b(trace, static_cast<int32_t>(r), origin, &d, &report->ranks[r]);

@@ -60,7 +60,8 @@ inline constexpr double kResumeShare = 0.05;         // ... and resumed within t
 
 struct BuildReport {
   std::vector<RankBuildReport> ranks;
-  std::vector<std::string> notes;  // what was inferred or missing, for the user
+  std::vector<std::string> notes;     // what was inferred or missing, for the user
+  int64_t groups_matched_by_seq = 0;  // process groups whose collectives were joined by sequence number, not order
 };
 
 // Builds the graph. Returns false with *err on bad input (duplicate correlation ids, cycles).

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <string_view>
 
 namespace emo {
 namespace {
@@ -38,6 +39,19 @@ LauncherRank RankFromEnvironment(const std::function<const char*(const char*)>& 
 
 std::string TraceFileName(const LauncherRank& r, long pid) {
   return "emo-trace-" + (r.rank >= 0 ? "rank" + std::to_string(r.rank) : "pid" + std::to_string(pid)) + ".json";
+}
+
+std::string NcclFileName(const LauncherRank& r, long pid) {
+  return "emo-nccl-" + (r.rank >= 0 ? "rank" + std::to_string(r.rank) : "pid" + std::to_string(pid)) + ".txt";
+}
+
+std::string NcclFileBeside(const std::string& trace_path) {
+  const size_t slash = trace_path.rfind('/');
+  const size_t base = slash == std::string::npos ? 0 : slash + 1;
+  const std::string_view name = std::string_view(trace_path).substr(base);
+  if (!name.starts_with("emo-trace-") || !name.ends_with(".json")) return "";
+  const std::string_view who = name.substr(10, name.size() - 15);  // "rank3" or "pid42"
+  return trace_path.substr(0, base) + "emo-nccl-" + std::string(who) + ".txt";
 }
 
 }  // namespace emo

@@ -26,5 +26,11 @@ LauncherRank RankFromEnvironment(const std::function<const char*(const char*)>& 
 
 // "emo-trace-rank<R>.json", or "emo-trace-pid<P>.json" for a process without a rank.
 std::string TraceFileName(const LauncherRank& r, long pid);
+// The NCCL profiler plugin's records of the same process (trace/nccl_records.h):
+// "emo-nccl-rank<R>.txt" or "emo-nccl-pid<P>.txt".
+std::string NcclFileName(const LauncherRank& r, long pid);
+// The NCCL records file beside a trace file named by TraceFileName ("DIR/emo-trace-rank3.json"
+// -> "DIR/emo-nccl-rank3.txt"), or "" when `trace_path` is not such a name.
+std::string NcclFileBeside(const std::string& trace_path);
 
 }  // namespace emo

@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include "trace/kineto_json.h"
+#include "trace/launcher_rank.h"
+#include "trace/nccl_records.h"
 #include "trace/nsys_sqlite.h"
 
 namespace emo {
@@ -65,6 +67,15 @@ bool LoadTraces(const std::vector<std::string>& files, Trace* trace, std::string
     if (progress) within = [&](uint64_t bytes) { progress(i, files.size(), files[i], bytes); };
     bool ok = IsSqlite(files[i]) ? LoadNsysSqlite(files[i], trace, err) : LoadKinetoJson(files[i], trace, err, within);
     if (!ok) return false;
+    // `emo trace` with the NCCL profiler plugin: its records beside the process's trace.
+    const std::string nccl = NcclFileBeside(files[i]);
+    std::error_code ec;
+    if (nccl.empty() || !fs::exists(nccl, ec)) continue;
+    NcclRecords recs;
+    if (!ReadNcclRecords(nccl, &recs, err)) return false;
+    std::string note;
+    AnnotateNcclKernels(recs, trace, trace->ranks.size() - 1, &note);
+    if (!note.empty()) trace->notes.push_back(nccl + ": " + note);
   }
   if (trace->ranks.empty()) {
     *err = "no trace given";

@@ -1,6 +1,8 @@
 // load.h — loads traces from files and directories, choosing the reader by content:
 // SQLite files (magic "SQLite format 3") go to the Nsight Systems importer, everything else to
 // the Kineto JSON importer. A directory loads every *.json, *.json.gz and *.sqlite in it, sorted.
+// A trace written by `emo trace` (emo-trace-rank<R>.json) with the NCCL profiler plugin's records
+// beside it (emo-nccl-rank<R>.txt) has its NCCL kernels annotated from them (trace/nccl_records.h).
 #pragma once
 
 #include <functional>

@@ -67,9 +67,11 @@ struct GpuOp {
   uint32_t name = 0;
   GpuOpKind kind = GpuOpKind::kKernel;
   bool is_comm = false;  // NCCL/RCCL kernel: communication, not compute
-  // Collective metadata, when the trace carries it (Kineto args); 0 / -1 when absent.
-  uint32_t process_group = 0;  // StringTable id of the process group name
-  int64_t collective_seq = -1;
+  // Collective metadata, when the trace carries it (Kineto args, the NCCL profiler plugin's
+  // records: trace/nccl_records.h); 0 / -1 when absent.
+  uint32_t process_group = 0;   // StringTable id of the process group name ("nccl:COMM" from the plugin)
+  uint32_t collective = 0;      // StringTable id of the operation the number counts ("AllReduce", "p2p 0->1")
+  int64_t collective_seq = -1;  // its sequence number within (process_group, collective)
   int64_t bytes = -1;
 };
 
@@ -126,6 +128,7 @@ struct RankTrace {
 struct Trace {
   StringTable names;
   std::vector<RankTrace> ranks;
+  std::vector<std::string> notes;  // what the importers could not use, for the user (the builder reports them)
 };
 
 }  // namespace emo

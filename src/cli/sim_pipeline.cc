@@ -253,9 +253,16 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
     }
   }
   // The model's best single clock is a candidate too, measured on the same check seeds: where the
-  // schedule's predicted gain over it is within the model's error, the measurement decides.
-  if (check && static_clock >= 0) {
-    const int mhz = pl.profile.clocks_mhz[static_clock];
+  // schedule's predicted gain over it is within the model's error, the measurement decides. The
+  // measurements then search the clock table as the schedule's checks search the budget: once a
+  // clock was over budget, by bisection between the highest clock known over and the lowest known
+  // within (at first the default); before that, from a clock that leaves more than a tenth of the
+  // budget unused and saved more than the one before, down 1, 2, 4... clocks. kMaxStaticChecks
+  // runs in all.
+  const double target = budget == 0 ? kCheckTolerance / 2 : budget;
+  int known_over = -1, known_within = predictor.default_clock(), down = 1;
+  for (int c = static_clock, k = 0; check && c >= 0 && k < kMaxStaticChecks; ++k) {
+    const int mhz = pl.profile.clocks_mhz[static_cast<size_t>(c)];
     const FrequencyPolicy p = StaticPolicy(predictor.gpus(), mhz);
     Outcome o;
     if (!MeasureOutcome(pl.program, d, &p, "", 1, &o, err)) return false;
@@ -263,9 +270,8 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
     const bool within = slow <= budget + kCheckTolerance, better = within && (!have || save > best_saving);
     out->checks.push_back({{"static_mhz", mhz}, {"measured_slowdown", slow}, {"measured_energy_saving", save}});
     out->lines.push_back(
-        fmt::format("check of the model's best single clock, {} MHz: measured {:+.2f} % time, "
-                    "{:.2f} % energy saved{}",
-                    mhz, slow * 100, save * 100,
+        fmt::format("check of {} single clock, {} MHz: measured {:+.2f} % time, {:.2f} % energy saved{}",
+                    k == 0 ? "the model's best" : "another", mhz, slow * 100, save * 100,
                     better   ? " (kept)"
                     : within ? ""
                              : " (over budget)"));
@@ -277,6 +283,21 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
       out->result.predicted = predictor.Run(out->result.schedule);
       out->policy = p, have = true, best_saving = save;
     }
+    int next = -1;
+    if (!within) {
+      known_over = c;
+      next = (c + known_within + 1) / 2;
+    } else {
+      known_within = c;
+      if (known_over >= 0) {
+        next = (known_over + c) / 2;
+      } else if (slow < 0.9 * target && (k == 0 || better)) {
+        next = c - down;
+        down *= 2;
+      }
+    }
+    if (next <= known_over || next >= known_within || next < 0) break;
+    c = next;
   }
   if (!have) {
     out->kept_default = true;

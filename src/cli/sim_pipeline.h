@@ -111,9 +111,12 @@ const StaticPoint* BestStatic(const std::vector<StaticPoint>& points, double bud
 // the budget scaled down by the overshoot and the latency taken wider; when it leaves more than a
 // tenth of the budget unused, search again with the budget scaled up. At most kMaxSearches; the
 // best checked policy within the budget is kept, or the default clocks when none is.
+// The model's best single clock is then measured too, and other single clocks as the measurements
+// point (at most kMaxStaticChecks runs); the best within the budget is kept.
 // A budget of 0 is searched at kCheckTolerance / 2.
 inline constexpr double kCheckTolerance = 0.0025;
 inline constexpr int kMaxSearches = 4;
+inline constexpr int kMaxStaticChecks = 4;
 struct CheckedSearch {
   SearchResult result;  // of the kept policy; seconds and evaluations summed over the searches
   FrequencyPolicy policy;

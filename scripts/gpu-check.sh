@@ -88,6 +88,15 @@ PY
     else
       fail "windowed trace (5 of 20 steps)"
     fi
+    # EMO's main job on hardware as one command: default run, trace, pack profile, model, search,
+    # and one run under the policy, with the profile calibrated above.
+    if [ -f "$out/profile.json" ] && timeout 300 "$emo" optimize --profile "$out/profile.json" --budget 0.05 \
+        -o "$out/opt-policy.json" --measure --json "$out/optimize-cuda.json" -- "$out/two_streams" 40; then
+      python3 -c "import json; j = json.load(open('$out/optimize-cuda.json')); print('predicted', j['predicted'], 'measured', j['measured'])"
+      pass "emo optimize -- two_streams"
+    else
+      fail "emo optimize -- two_streams"
+    fi
   else
     fail "emo trace of two_streams"
   fi

@@ -2,11 +2,13 @@
 # cli_pipeline_test.sh — end-to-end checks of EMO's main job through the emo executable on small
 # simulated workloads: emo optimize (policy file, JSON keys, measured beside the best static clock),
 # emo bench, and emo optimize --trace on the simulated run's saved trace and pack metrics. Apart
-# from cli_test.sh because these runs are the slow ones (ctest runs the two side by side).
-# Usage: cli_pipeline_test.sh EMO_BINARY WORKLOADS_DIR
+# from cli_test.sh because these runs are the slow ones (ctest runs the two side by side). Last,
+# emo optimize -- CMD, whose job is a stand-in that plays the traced, profiled and measured runs.
+# Usage: cli_pipeline_test.sh EMO_BINARY WORKLOADS_DIR FAKE_NVML_LIBRARY
 set -u
 emo=$1
 workloads=$2
+fake_nvml=$3
 source "$(dirname "$0")/cli_check.sh"
 
 # EMO's main job on a small workload: a policy file the simulator plays, and the JSON keys.
@@ -68,6 +70,67 @@ sys.exit(0 if slow <= 0.055 and save > 0.03 else 1)"
   check "optimize --trace without pack metrics says what it needs" bash -c "test $? -eq 1 && grep -q 'needs --packs' '$tmp/err'"
   "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --pack-ms 1 >/dev/null 2>"$tmp/err"
   check "pack metrics of another packing are refused" bash -c "test $? -eq 1 && grep -q 'same --pack-ms' '$tmp/err'"
+fi
+
+# emo optimize -- CMD: the hardware steps as one command, on the fake NVML (whose energy counter
+# runs at its power reading). The stand-in job writes the saved simulated trace when traced
+# (CUDA_INJECTION64_PATH), answers the pack profiler's ranges with counters in proportion to their
+# kernels (the plumbing, not the model, is under test here), and otherwise announces 12 steps.
+if [ -d "$workloads" ] && [ -f "$tmp/ot/rank-1.json" ] &&
+   ! "$emo" trace -o "$tmp/no" -- true 2>&1 | grep -q "without CUDA"; then
+  cat >"$tmp/job.py" <<'PY'
+import glob, json, os, shutil, socket, sys, time
+src = sys.argv[1]
+ranks = sorted(glob.glob(os.path.join(src, "rank-*.json")))
+if os.environ.get("EMO_PROFILE_RANGES"):
+    ranges = json.load(open(os.environ["EMO_PROFILE_RANGES"]))["ranges"]
+    keys = ["sm_cycles_active", "warps_per_active_cycle", "dram_read_bytes", "dram_write_bytes", "l1_bytes",
+            "l2_bytes", "inst_alu", "inst_fma", "inst_fp64", "inst_lsu", "inst_tensor"]
+    for gpu, path in enumerate(ranks):
+        ev = json.load(open(path))["traceEvents"]
+        ks = sorted((e for e in ev if e.get("cat") == "kernel" and not e["name"].startswith(("nccl", "rccl", "void nccl"))),
+                    key=lambda e: e["args"]["correlation"])
+        out = {"gpu": gpu, "kernels_seen": len(ks), "error": "", "ranges": []}
+        for r in (r for r in ranges if r["gpu"] == gpu):
+            n = r["last"] - r["first"] + 1
+            m = {k: 1e6 * n for k in keys}
+            m["warps_per_active_cycle"] = 16.0
+            out["ranges"].append(dict(r, kernels=n, first_kernel=ks[r["first"]]["name"], metrics=m))
+        json.dump(out, open(os.path.join(os.environ["EMO_PROFILE_OUT"], f"profile-gpu{gpu}.json"), "w"))
+elif os.environ.get("CUDA_INJECTION64_PATH") and os.environ.get("EMO_TRACE_DIR"):
+    for gpu, path in enumerate(ranks):
+        shutil.copy(path, os.path.join(os.environ["EMO_TRACE_DIR"], f"emo-trace-rank{gpu}.json"))
+else:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    for _ in range(12):
+        s.sendto(b"step", os.environ["EMO_STEP_SOCKET"])
+        time.sleep(0.05)
+sys.exit(int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+PY
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" FAKE_NVML_ENERGY_FROM_POWER=1 \
+    "$emo" optimize --profile "$workloads/../profiles/sim-a100.json" --budget 0.05 -o "$tmp/job-policy.json" \
+    --measure --json "$tmp/job.json" -- python3 "$tmp/job.py" "$tmp/ot" >"$tmp/job.out" 2>"$tmp/job.err"; rc=$?
+  check "optimize -- CMD runs the job's steps and exits 0" test $rc -eq 0
+  check "and leaves each step's files beside the policy" bash -c "cd '$tmp/job-policy.json.d' &&
+    test -f default-run.json -a -f trace/emo-trace-rank1.json -a -f packs.json -a -f policy-run.json"
+  check "its JSON holds the prediction and the run under the policy" python3 -c "
+import json, sys
+j = json.load(open('$tmp/job.json'))
+p, m = j['predicted'], j['measured']
+print(f\"default {j['default_run']['time_s'] * 1e3:.1f} ms, measured {m['slowdown']:+.2%} time, {m['energy_saving']:.2%} saved\")
+sys.exit(0 if j['default_run']['per_iteration'] and p['slowdown'] <= 0.05 and 'energy_saving' in m else 1)"
+  check "the policy's run locked clocks and every GPU ends reset" python3 -c "
+import sys
+last, locks = {}, 0
+for line in open('$tmp/nvml.log'):
+    what, gpu = line.split()[:2]
+    last[gpu], locks = what, locks + (what == 'lock')
+sys.exit(0 if locks >= 1 and sorted(last.items()) == [('0', 'reset'), ('1', 'reset')] else 1)"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_ENERGY_FROM_POWER=1 "$emo" optimize --budget 0.05 \
+    -o "$tmp/job2-policy.json" -- python3 "$tmp/job.py" "$tmp/ot" 3 >/dev/null 2>"$tmp/err"; rc=$?
+  check "a job that fails at default clocks stops it, naming the step" bash -c \
+    "test $rc -eq 1 && grep -q 'the default run ended with status 3' '$tmp/err'"
 fi
 
 exit $fail

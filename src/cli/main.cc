@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
       app.add_subcommand("optimize",
                          "EMO's main job: on a simulated device, trace a workload at default clocks, pack, "
                          "profile, model and search the least-energy clock schedule within a slowdown budget; "
-                         "or the same from a real job's trace, pack metrics and power (--trace)");
+                         "or the same from a real job's trace, pack metrics and power (--trace), or from a job it "
+                         "runs on this machine's GPUs (-- CMD ARGS)");
   o->add_option("--workload", opt.workload, "workload spec JSON (see workloads/)");
   o->add_option("--trace", opt.traces, "instead of --workload: a real job's trace(s) from emo trace (repeatable)");
   o->add_option("--packs", opt.packs, "with --trace: its packs' metrics from emo profile");
@@ -167,12 +168,22 @@ int main(int argc, char** argv) {
   o->add_option("--device", opt.device, "simulated device (default: the workload's)");
   o->add_option("--profile", opt.profile, "device profile JSON (default: the shipped profiles/ one for the device)");
   o->add_option("-o,--output", opt.out, "write the policy JSON (emo sim --policy, emo run --policy)");
-  o->add_flag("--measure", opt.measure, "measure the policy, the default clocks and every static clock on fresh seeds");
+  o->add_flag("--measure", opt.measure,
+              "measure the policy, the default clocks and every static clock on fresh seeds (with -- CMD: run "
+              "the job under the policy once more)");
   o->add_option("--seeds", opt.seeds, "measurement seeds")->check(CLI::PositiveNumber);
   o->add_option("--seed", opt.seed, "seed of the traced run (measurements use the seeds after seed+1000)");
   o->add_option("--iterations", opt.iterations,
                 "iterations per measured run, the first left out (default: enough for an 8 s window)");
-  o->add_option("--trace-iterations", opt.trace_iterations, "iterations traced at default clocks");
+  o->add_option("--trace-iterations", opt.trace_iterations,
+                "iterations traced at default clocks (with -- CMD: kept after --trace-warmup)");
+  o->add_option("--trace-warmup", opt.trace_warmup,
+                "with -- CMD: trace only --trace-iterations steps after this many (default: the whole run)")
+      ->check(CLI::NonNegativeNumber);
+  o->add_option("--backend", opt.backend, "with -- CMD: how the runs reach the GPUs, nvml or zeusd")
+      ->check(CLI::IsMember({"nvml", "zeusd"}));
+  o->add_option("--gpus", opt.gpus, "with -- CMD: the GPUs of the runs, as emo run --gpus");
+  o->add_option("command", opt.command, "with no --workload or --trace: the job to run, after --");
   o->add_flag("!--no-check", opt.check, "trust the model: no measured check run of the searched policy");
   o->add_option("--grid-ms", opt.grid_ms, "change points every this many ms of the iteration")
       ->check(CLI::PositiveNumber);

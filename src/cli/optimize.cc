@@ -1,20 +1,30 @@
 // optimize.cc — the `emo optimize` command: hosts the simulator as the device and runs EMO's
 // pipeline through the device interfaces only (trace, energy counters, range profiling), with
-// measured checks; or, with --trace, runs it on a real job's saved measurements, predicted only.
+// measured checks; or, with --trace, runs it on a real job's saved measurements, predicted only;
+// or, given a command, runs that job through emo run, trace and profile to get them.
 #include "cli/optimize.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "cli/model_pipeline.h"
+#include "cli/profile.h"
+#include "cli/run.h"
 #include "cli/sim_pipeline.h"
+#include "cli/trace.h"
 #include "search/dp_search.h"
 #include "trace/kineto_writer.h"
 #include "trace/load.h"
+#include "util/file.h"
 
 namespace emo {
 namespace {
@@ -80,8 +90,9 @@ bool WriteJson(const std::string& path, const nlohmann::ordered_json& j, std::st
 }
 
 // `emo optimize --trace`: the pipeline on a real job's measurements, without measured checks (the
-// job is not at hand): the policy of least predicted energy within the budget.
-int OptimizeTrace(const OptimizeOptions& opt) {
+// job is not at hand): the policy of least predicted energy within the budget. The results JSON
+// goes to *result when given, else to --json.
+int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = nullptr) {
   auto fail = [](const std::string& e) {
     fmt::print(stderr, "emo optimize: {}\n", e);
     return 1;
@@ -123,8 +134,8 @@ int OptimizeTrace(const OptimizeOptions& opt) {
   SearchResult sr;
   if (!Search(predictor, so, &sr, &err)) return fail(err);
   FrequencyPolicy policy = PolicyFromSchedule(sr.schedule, profile.clocks_mhz, so.dvfs_latency_ms);
-  fmt::print("{} on {} x {}, budget {:.1f} % (predicted only: run the policy with emo run --policy to measure)\n",
-             files[0], predictor.gpus(), profile.device, opt.budget * 100);
+  fmt::print("{} on {} x {}, budget {:.1f} %{}\n", files[0], predictor.gpus(), profile.device, opt.budget * 100,
+             result ? "" : " (predicted only: run the policy with emo run --policy to measure)");
   fmt::print("  {} nodes, {} kernels in {} packs ({} unique, metrics from {})\n", g.nodes(), pp.kernels_in_run,
              packing.packs(), pp.packs.size(), opt.packs);
   nlohmann::ordered_json j = {{"traces", files},
@@ -134,6 +145,146 @@ int OptimizeTrace(const OptimizeOptions& opt) {
                               {"energy_scale", predictor.energy_scale()}};
   if (!HandOver(opt, predictor, sr, &policy, &j["predicted"], &err)) return fail(err);
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
+  if (result) {
+    *result = std::move(j);
+    return 0;
+  }
+  if (!WriteJson(opt.json, j, &err)) return fail(err);
+  return 0;
+}
+
+// What emo run --measure wrote: per iteration when the job announced its steps, else for the run.
+struct JobRun {
+  nlohmann::json j;
+  double time_s = 0, energy_j = 0;  // per iteration, or of the whole window
+  bool per_iteration = false;
+};
+bool ReadJobRun(const std::string& path, JobRun* out, std::string* err) {
+  std::string text;
+  if (!ReadFileMaybeGz(path, &text, err)) return false;
+  out->j = nlohmann::json::parse(text, nullptr, false);
+  const nlohmann::json& j = out->j;
+  if (j.is_discarded() || !j.contains("energy_j") || !j.contains("per_gpu")) {
+    *err = path + ": no energy measurement (see emo run's message above)";
+    return false;
+  }
+  const int64_t its = j.value("iterations", int64_t{0});
+  out->per_iteration = its > 0 && j["iteration_ms"].is_number();
+  out->time_s = out->per_iteration ? j["iteration_ms"].get<double>() / 1e3 : j.value("window_s", 0.0);
+  out->energy_j = out->per_iteration ? j["iteration_energy_j"].get<double>() : j.value("energy_j", 0.0);
+  if (!(out->time_s > 0) || !(out->energy_j > 0)) {
+    *err = path + ": the run measured no time or no energy";
+    return false;
+  }
+  return true;
+}
+
+// `emo optimize -- CMD`: the hardware workflow of the README as one command. Each step is the
+// command of its own (emo run, trace, profile, optimize --trace, run --policy), called in turn
+// with the files of the one before; the job runs three times, four with --measure.
+int OptimizeCommand(const OptimizeOptions& opt) {
+  namespace fs = std::filesystem;
+  auto fail = [](const std::string& e) {
+    fmt::print(stderr, "emo optimize: {}\n", e);
+    return 1;
+  };
+  const std::string policy_path = opt.out.empty() ? "emo-policy.json" : opt.out;
+  const fs::path dir = policy_path + ".d";
+  std::error_code ec;
+  if (fs::create_directories(dir, ec), ec) return fail(dir.string() + ": cannot create the directory: " + ec.message());
+  auto step = [&](const char* what) { fmt::print(stderr, "emo optimize: {}\n", what); };
+  auto job_failed = [&](const char* what, int code) {
+    return fail(
+        fmt::format("{} ended with status {} (the job's, or 1 where EMO failed: see above); the files so far are in {}",
+                    what, code, dir.string()));
+  };
+
+  // emo trace and emo profile set these for their runs of the job; the runs after them get the
+  // environment the user gave.
+  std::vector<std::pair<std::string, std::optional<std::string>>> env;
+  for (const char* var : {"CUDA_INJECTION64_PATH", "EMO_TRACE_DIR", "EMO_TRACE_WARMUP", "EMO_TRACE_ITERATIONS",
+                          "NCCL_PROFILER_PLUGIN", "EMO_PROFILE_RANGES", "EMO_PROFILE_OUT"}) {
+    const char* v = std::getenv(var);
+    env.emplace_back(var, v ? std::optional<std::string>(v) : std::nullopt);
+  }
+  auto restore_env = [&] {
+    for (const auto& [var, v] : env) v ? setenv(var.c_str(), v->c_str(), 1) : unsetenv(var.c_str());
+  };
+
+  RunOptions run;
+  run.command = opt.command;
+  run.backend = opt.backend;
+  run.gpus = opt.gpus;
+  run.measure_out = (dir / "default-run.json").string();
+  step("1/4 the job at default clocks (emo run --measure)");
+  if (const int code = RunCommand(run); code != 0) return job_failed("the default run", code);
+  JobRun def;
+  std::string err;
+  if (!ReadJobRun(run.measure_out, &def, &err)) return fail(err);
+
+  TraceOptions trace;
+  trace.command = opt.command;
+  trace.out_dir = (dir / "trace").string();
+  if (opt.trace_warmup >= 0) trace.warmup = opt.trace_warmup, trace.iterations = opt.trace_iterations;
+  step("2/4 the job traced (emo trace)");
+  const int traced = RunTrace(trace);
+  restore_env();
+  if (traced != 0) return job_failed("the traced run", traced);
+
+  ProfileOptions prof;
+  prof.command = opt.command;
+  prof.traces = {trace.out_dir};
+  prof.out = (dir / "packs.json").string();
+  prof.pack_ms = opt.pack_ms;
+  step("3/4 its unique packs profiled (emo profile)");
+  const int profiled = RunProfile(prof);
+  restore_env();
+  if (profiled != 0) return job_failed("the profiled run", profiled);
+
+  OptimizeOptions o = opt;
+  o.command.clear();
+  o.traces = {trace.out_dir};
+  o.packs = prof.out;
+  o.out = policy_path;
+  o.power_w.clear();
+  o.clock_mhz.clear();
+  for (const auto& g : def.j["per_gpu"]) o.power_w.push_back(g.value("avg_power_w", 0.0));
+  bool clocks_known = def.j.contains("busy_clock_mhz");
+  if (clocks_known)
+    for (const auto& mhz : def.j["busy_clock_mhz"]) {
+      clocks_known &= mhz.is_number() && mhz.get<double>() > 0;
+      if (clocks_known) o.clock_mhz.push_back(mhz.get<double>());
+    }
+  if (!clocks_known) {
+    o.clock_mhz.clear();
+    fmt::print(stderr, "emo optimize: note: a GPU's busy clock is unknown; packs are taken to run at the default\n");
+  }
+  step("4/4 the model and the search (emo optimize --trace)");
+  nlohmann::ordered_json j;
+  if (const int code = OptimizeTrace(o, &j); code != 0) return code;
+  j["command"] = opt.command;
+  j["files"] = dir.string();
+  j["default_run"] = {{"time_s", def.time_s}, {"energy_j", def.energy_j}, {"per_iteration", def.per_iteration}};
+
+  if (opt.measure) {
+    RunOptions measured = run;
+    measured.policy = policy_path;
+    measured.measure_out = (dir / "policy-run.json").string();
+    step("and the job under the policy (emo run --policy --measure)");
+    if (const int code = RunCommand(measured); code != 0) return job_failed("the run under the policy", code);
+    JobRun got;
+    if (!ReadJobRun(measured.measure_out, &got, &err)) return fail(err);
+    if (got.per_iteration != def.per_iteration)
+      return fail("one run announced its steps and the other did not: no comparison");
+    const double slowdown = got.time_s / def.time_s - 1, saving = 1 - got.energy_j / def.energy_j;
+    fmt::print("  measured ({}, one run each): {:+.2f} % time, {:.2f} % energy saved\n",
+               def.per_iteration ? "per iteration" : "whole runs", slowdown * 100, saving * 100);
+    j["measured"] = {{"time_s", got.time_s},
+                     {"energy_j", got.energy_j},
+                     {"slowdown", slowdown},
+                     {"energy_saving", saving},
+                     {"guard", got.j.value("guard", nlohmann::json())}};
+  }
   if (!WriteJson(opt.json, j, &err)) return fail(err);
   return 0;
 }
@@ -141,11 +292,13 @@ int OptimizeTrace(const OptimizeOptions& opt) {
 }  // namespace
 
 int RunOptimize(const OptimizeOptions& opt) {
-  if (opt.traces.empty() == opt.workload.empty()) {
-    fmt::print(stderr, "emo optimize: give either --workload (simulated) or --trace (a real job's)\n");
+  if ((opt.traces.empty() ? 0 : 1) + (opt.workload.empty() ? 0 : 1) + (opt.command.empty() ? 0 : 1) != 1) {
+    fmt::print(stderr,
+               "emo optimize: give one of --workload (simulated), --trace (a real job's) or -- CMD (a job to run)\n");
     return 1;
   }
   if (!opt.traces.empty()) return OptimizeTrace(opt);
+  if (!opt.command.empty()) return OptimizeCommand(opt);
   std::string err;
   auto fail = [](const std::string& e) {
     fmt::print(stderr, "emo optimize: {}\n", e);

@@ -1,6 +1,7 @@
 // optimize.h — `emo optimize`: EMO's whole pipeline on a simulated device (trace at default
 // clocks, graph, packing, pack profiling, model, search), the policy it finds, and with --measure
-// that policy measured beside the default clocks and the best static clock on fresh seeds.
+// that policy measured beside the default clocks and the best static clock on fresh seeds; the
+// same from a real job's saved measurements (--trace), or from a command it runs (-- CMD).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,14 @@ struct OptimizeOptions {
   bool check = true;   // check each searched policy in a measured run (see optimize.cc)
   std::string out;     // policy JSON to write
   std::string json;    // results JSON to write ("-": stdout)
+  // Or a command to run on this machine's GPUs: measured at default clocks (emo run), traced (emo
+  // trace; --trace-warmup M keeps --trace-iterations steps after M), its packs profiled (emo
+  // profile), optimized as with --trace and, with --measure, run under the policy. The steps'
+  // files go to OUT.d (emo-policy.json.d without -o).
+  std::vector<std::string> command;
+  int trace_warmup = -1;         // -1: trace the whole run
+  std::string backend = "nvml";  // of the runs: "nvml" or "zeusd"
+  std::string gpus;              // of the runs: indices or UUIDs, as emo run --gpus
 };
 
 int RunOptimize(const OptimizeOptions& opt);

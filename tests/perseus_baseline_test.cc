@@ -1,6 +1,6 @@
 // perseus_baseline_test.cc — Perseus end to end on the simulator's pipeline workload: profiled per
 // instruction, planned, played per instruction, and measured against the default clocks on the
-// same seeds. At budget 0 and 5 % it must save energy and stay near the budget (see below).
+// same seeds. At budget 0 and 5 % it must stay within the budget (+0.5 points) and save energy.
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 namespace emo {
 namespace {
 
-TEST(PerseusBaseline, Pp4SavesNearTheBudget) {
+TEST(PerseusBaseline, Pp4WithinBudgetAndSaves) {
   sim::Program program;
   std::string err;
   ASSERT_TRUE(
@@ -24,7 +24,7 @@ TEST(PerseusBaseline, Pp4SavesNearTheBudget) {
   ASSERT_TRUE(PerseusClocks(program.device, &clocks, &err)) << err;
   const perseus::PerseusOptions po;
   PerseusProfile prof;
-  ASSERT_TRUE(ProfilePerseus(program, clocks, 6, 2000, &prof, &err)) << err;
+  ASSERT_TRUE(ProfilePerseus(program, clocks, kPerseusProfileIterations, 2000, &prof, &err)) << err;
   EXPECT_EQ(prof.stages, 4);
   EXPECT_EQ(prof.microbatches, 16);
 
@@ -42,12 +42,11 @@ TEST(PerseusBaseline, Pp4SavesNearTheBudget) {
         budget * 100, prof.clocks.size(), prof.cost_s, plan.chosen.real_time_s,
         static_cast<double>(plan.t_min) * po.unit_time_s, plan.points, o.saving.mean * 100, o.saving.min * 100,
         o.saving.max * 100, o.slowdown.mean * 100, o.slowdown.min * 100, o.slowdown.max * 100);
-    // At 0 % the plan is lowtime's fastest point (2.381 s in its model); measured: 19.9 % saved at
-    // +0.1 %. At 5 % the plan is 5 % longer than T_min in lowtime's model, which has no
-    // communication and no DVFS latency (a clock lands 5-15 ms into a 30-90 ms computation);
-    // measured it lands about 0.9 points over the budget (22.2 % saved at +5.9 %), so that point
-    // is held to 1.5 points rather than 0.5.
-    EXPECT_LE(o.slowdown.mean, budget + (budget == 0 ? 0.005 : 0.015)) << "budget " << budget;
+    // At 0 % the plan is lowtime's fastest point (2.381 s in its model); measured: 20.1 % saved at
+    // +0.0 %. At 5 % the plan is 5 % longer than T_min in lowtime's model, which has no
+    // communication and no DVFS latency (a clock lands 5-15 ms into a 30-90 ms computation):
+    // measured 22.2 % saved at +5.4 %.
+    EXPECT_LE(o.slowdown.mean, budget + 0.005) << "budget " << budget;
     EXPECT_GT(o.saving.mean, 0) << "budget " << budget;
   }
 }

@@ -132,8 +132,7 @@ int RunBench(const BenchOptions& opt) {
             if (perseus_profile.clocks.empty()) {
               std::vector<int> clocks;
               if (!PerseusClocks(pl.program.device, &clocks, &err)) return fail(name + ": " + err);
-              if (!ProfilePerseus(pl.program, clocks, MeasureWindowIterations(iteration_ms, 6), 2000, &perseus_profile,
-                                  &err))
+              if (!ProfilePerseus(pl.program, clocks, kPerseusProfileIterations, 2000, &perseus_profile, &err))
                 return fail(name + ": perseus: " + err);
             }
             PerseusPlan plan;

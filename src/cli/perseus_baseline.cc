@@ -2,7 +2,6 @@
 #include "cli/perseus_baseline.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 #include "apply/policy_player.h"
@@ -87,10 +86,10 @@ bool ProfilePerseus(const sim::Program& program, const std::vector<int>& clocks,
       *err = std::to_string(mhz) + " MHz: " + *err;
       return false;
     }
+    stats.resize(std::max(stats.size(), static_cast<size_t>(gpus)));
     for (int s = 0; s < gpus; ++s)
       for (const char* name : {"forward", "backward"}) {
-        const auto& st = s < static_cast<int>(stats.size()) ? stats[static_cast<size_t>(s)]
-                                                            : std::map<std::string, InstructionProfiler::Stat>();
+        const auto& st = stats[static_cast<size_t>(s)];
         const auto it = st.find(name);
         if (it == st.end() || it->second.count == 0) {
           *err = "GPU " + std::to_string(s) + ": no measured '" + name + "' range at " + std::to_string(mhz) + " MHz";

@@ -30,7 +30,11 @@ struct PerseusProfile {
 
 // Runs `program` (synchronised at each range's open and close, as ZeusMonitor's sync_execution) on
 // every clock of `clocks` locked on all GPUs, `iterations` each, the first not measured. False with
-// *err when the program marks no ranges or a run fails.
+// *err when the program marks no ranges or a run fails. kPerseusProfileIterations: enough counter
+// steps (~250 at 2.5 s per iteration) for the per-range power fit to be steady on every stage; at
+// 6 iterations the last stage of PP-8, whose forward and backward alternate in lockstep, gave
+// forward energies off by half.
+inline constexpr int kPerseusProfileIterations = 12;
 bool ProfilePerseus(const sim::Program& program, const std::vector<int>& clocks, int iterations, uint64_t seed,
                     PerseusProfile* out, std::string* err);
 

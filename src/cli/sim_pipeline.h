@@ -57,10 +57,11 @@ struct Pipeline {
 bool BuildPipeline(const std::string& workload, const std::string& device, const PipelineOptions& opt, Pipeline* out,
                    std::string* err);
 
-// One run in the simulator with an optional policy and/or online method ("" for none), measured
-// after `warmup` iterations.
-// `extra`, when set, builds one more controller on the run's GPUs (e.g. Perseus's clock player).
+// Builds one more controller on a run's GPUs (e.g. Perseus's per-instruction clock player).
 using ControllerFactory = std::function<std::unique_ptr<Controller>(GpuControl* gpus)>;
+
+// One run in the simulator with an optional policy and/or online method ("" for none) and an
+// optional extra controller, measured after `warmup` iterations.
 bool MeasureRun(const sim::Program& program, uint64_t seed, int iterations, int warmup, const FrequencyPolicy* policy,
                 const std::string& controller, Measurement* m, std::string* err,
                 const ControllerFactory& extra = nullptr);

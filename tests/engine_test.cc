@@ -114,6 +114,33 @@ TEST(Engine, LaunchAndStreamSyncTimes) {
 }
 
 // Two GEMMs on two streams share the GPU: each progresses at half speed while both run.
+// Ranges: push at 0 and after 1 µs of CPU work; the pop after the launch call [1, 5 µs]. A hook
+// hears each where the thread reaches it; without a hook the run is the same to the nanosecond.
+TEST(Engine, RangesReachHooksAtTheirTimesAndCostNothing) {
+  Instr push = Make(Op::kRangePush), pop = Make(Op::kRangePop);
+  push.range = pop.range = 0;
+  Program p = OneRank({push, Cpu(1000), push, Launch(0), pop, pop, Make(Op::kStreamSync, 0)});
+  p.ranges = {"forward"};
+  std::string err;
+  ASSERT_TRUE(Validate(p, &err)) << err;
+  Engine plain(p, Exact());
+  ASSERT_TRUE(plain.Run(&err)) << err;
+  Engine e(p, Exact());
+  std::vector<std::pair<bool, double>> seen;
+  e.OnRange([&](int rank, const std::string& name, bool is_push, double now) {
+    EXPECT_EQ(rank, 0);
+    EXPECT_EQ(name, "forward");
+    seen.push_back({is_push, now});
+  });
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const std::vector<std::pair<bool, double>> want = {{true, 0}, {true, 1000}, {false, 5000}, {false, 5000}};
+  EXPECT_EQ(seen, want);
+  EXPECT_EQ(e.end_ns(), plain.end_ns());
+  p.ranks[0].threads[0].code[0].range = 1;
+  EXPECT_FALSE(Validate(p, &err));
+  EXPECT_NE(err.find("range 1 out of range"), std::string::npos) << err;
+}
+
 TEST(Engine, ConcurrentKernelsShareTheGpu) {
   Program p = OneRank({Launch(0, 0), Launch(0, 1), Make(Op::kDeviceSync)}, 2);
   Engine e(p, Exact());

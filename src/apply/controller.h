@@ -30,6 +30,11 @@ class Controller {
   // Iteration `iteration` (0-based) of the training loop begins at now_ns.
   virtual void OnIterationStart(int /*iteration*/, double /*now_ns*/) {}
   virtual void Tick(double /*now_ns*/) {}
+  // Host-side ranges of the training loop (its per-instruction hooks, NVTX ranges): a controller
+  // that wants them says so, and hears range `name` open (push) or close on `gpu` at now_ns. The
+  // simulator's host delivers them; on hardware they need the training loop's hooks.
+  virtual bool WantsRanges() const { return false; }
+  virtual void OnRange(int /*gpu*/, const std::string& /*name*/, bool /*push*/, double /*now_ns*/) {}
   // The run is over: undo what the method changed (clocks, power limits).
   virtual void Finish() {}
   // The first command the back end refused, or "".

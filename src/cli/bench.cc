@@ -4,7 +4,8 @@
 // the static sweep once (the best static clock per budget from it); then per budget EMO's checked
 // search and its measured policy, and each online baseline started from the card's defaults and
 // measured after it settles (warm-up iterations: Zeus's whole profiling schedule, GPOEO's search,
-// GEEPAFS's first probes). All measured windows are at least 8 s.
+// GEEPAFS's first probes), and on pipelines Perseus: its per-instruction profile once, then per
+// budget its plan played per instruction. All measured windows are at least 8 s.
 #include "cli/bench.h"
 
 #include <fmt/core.h>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/perseus_baseline.h"
 #include "cli/sim_pipeline.h"
 #include "util/file.h"
 
@@ -25,7 +27,7 @@ namespace {
 const char* const kDefaultWorkloads[] = {"tp2-gpt3-6.7b-a100.json", "dp2-gpt3-1.3b-a100.json",
                                          "pp4-qwen2-7b-uniform-a100.json", "offload-deepseek-v2-lite-a100.json",
                                          "tp2-llama2-0.5b-3080ti.json"};
-const char* const kMethods[] = {"emo", "static", "zeus", "geepafs", "gpoeo"};
+const char* const kMethods[] = {"emo", "static", "zeus", "geepafs", "gpoeo", "perseus"};
 
 struct Row {
   std::string workload, method, detail;
@@ -55,7 +57,7 @@ int RunBench(const BenchOptions& opt) {
   if (methods.empty()) methods.assign(std::begin(kMethods), std::end(kMethods));
   for (const std::string& m : methods)
     if (std::find(std::begin(kMethods), std::end(kMethods), m) == std::end(kMethods))
-      return fail("unknown method '" + m + "' (emo, static, zeus, geepafs, gpoeo)");
+      return fail("unknown method '" + m + "' (emo, static, zeus, geepafs, gpoeo, perseus)");
   if (opt.seeds < 1) return fail("--seeds must be at least 1");
 
   std::vector<Row> rows;
@@ -92,6 +94,7 @@ int RunBench(const BenchOptions& opt) {
     Defaults def;
     if (!MeasureDefaults(pl.program, seeds, runs, &def, &err)) return fail(name + ": " + err);
     std::vector<StaticPoint> sweep;
+    PerseusProfile perseus_profile;  // profiled once per workload, on its first budget
 
     for (const std::string& method : methods) {
       progress(name + ": " + method);
@@ -119,6 +122,28 @@ int RunBench(const BenchOptions& opt) {
           r.ok = best != nullptr;
           if (best) r.o = best->measured, r.detail = fmt::format("{} MHz", best->mhz);
           err = "no static clock within the budget";
+        } else if (method == "perseus") {
+          // Profile each stage's forward and backward once (every clock down to 855 MHz),
+          // then per budget plan and play one clock per computation, measured like a policy.
+          const perseus::PerseusOptions po;
+          if (kind != "pp") {
+            err = "skipped: pipeline workloads only";
+          } else {
+            if (perseus_profile.clocks.empty()) {
+              std::vector<int> clocks;
+              if (!PerseusClocks(pl.program.device, &clocks, &err)) return fail(name + ": " + err);
+              if (!ProfilePerseus(pl.program, clocks, kPerseusProfileIterations, 2000, &perseus_profile, &err))
+                return fail(name + ": perseus: " + err);
+            }
+            PerseusPlan plan;
+            if (!PlanPerseus(perseus_profile, po, budget, &plan, &err)) return fail(name + ": perseus: " + err);
+            auto player = [&plan](GpuControl* g) { return std::make_unique<InstructionClockPlayer>(plan.steps, g); };
+            r.ok = MeasureOutcome(pl.program, def, nullptr, "", 1, &r.o, &err, player);
+            r.profile_overhead_s = perseus_profile.cost_s;
+            r.detail = fmt::format("{} clocks profiled ({:.0f} s), plan {:.3f} s of T_min {:.3f} s, {} points",
+                                   perseus_profile.clocks.size(), perseus_profile.cost_s, plan.chosen.real_time_s,
+                                   static_cast<double>(plan.t_min) * po.unit_time_s, plan.points);
+          }
         } else {
           // Online methods, from the card's defaults, measured after they settle.
           std::string spec;
@@ -170,6 +195,7 @@ int RunBench(const BenchOptions& opt) {
       e["profiled_ranges"] = r.profiled_ranges;
       e["profile_overhead_s"] = r.profile_overhead_s;
     }
+    if (r.method == "perseus" && r.ok) e["profile_overhead_s"] = r.profile_overhead_s;
     e["detail"] = r.detail;
     j.push_back(e);
   }

@@ -11,7 +11,7 @@ namespace emo {
 
 struct BenchOptions {
   std::vector<std::string> workloads;  // specs; empty: the default set (workloads/, see bench.cc)
-  std::vector<std::string> methods;    // emo, static, zeus, geepafs, gpoeo; empty: all
+  std::vector<std::string> methods;    // emo, static, zeus, geepafs, gpoeo, perseus; empty: all
   std::vector<double> budgets;         // empty: 0.02 and 0.05, and 0 for pipelines and offload
   int seeds = 3;
   std::string json, md;  // outputs ("" none)

@@ -92,7 +92,7 @@ bool BuildPipeline(const std::string& workload, const std::string& device, const
 }
 
 bool MeasureRun(const sim::Program& program, uint64_t seed, int iterations, int warmup, const FrequencyPolicy* policy,
-                const std::string& controller, Measurement* m, std::string* err) {
+                const std::string& controller, Measurement* m, std::string* err, const ControllerFactory& extra) {
   sim::EngineOptions eo;
   eo.iterations = iterations;
   eo.seed = seed;
@@ -104,18 +104,23 @@ bool MeasureRun(const sim::Program& program, uint64_t seed, int iterations, int 
   if (!ParseMethodSpec(controller, &spec, err)) return false;
   std::unique_ptr<OnlineMethod> method = BuildMethod(spec, &gpus, err);
   if (spec.entry && !method) return false;
+  std::unique_ptr<Controller> more = extra ? extra(&gpus) : nullptr;
   Meter meter(&gpus, warmup);
   host.Add(&player);
   if (method) host.Add(method.get());
+  if (more) host.Add(more.get());
   host.Add(&meter);
   const bool ran = engine.Run(err);
   player.Finish();
   if (method) method->Finish();
+  if (more) more->Finish();
   if (!ran) return false;
-  if (!player.error().empty() || (method && !method->error().empty())) {
-    *err = !player.error().empty() ? player.error() : method->error();
-    return false;
-  }
+  for (const Controller* c : {static_cast<const Controller*>(&player), static_cast<const Controller*>(method.get()),
+                              static_cast<const Controller*>(more.get())})
+    if (c && !c->error().empty()) {
+      *err = c->error();
+      return false;
+    }
   return meter.Close(engine.end_ns(), m, err);
 }
 
@@ -151,12 +156,14 @@ bool MeasureDefaults(const sim::Program& program, const std::vector<uint64_t>& s
 }
 
 bool MeasureOutcome(const sim::Program& program, const Defaults& d, const FrequencyPolicy* policy,
-                    const std::string& controller, int warmup, Outcome* out, std::string* err) {
+                    const std::string& controller, int warmup, Outcome* out, std::string* err,
+                    const ControllerFactory& extra) {
   std::vector<double> slow, save;
   *out = Outcome();
   for (size_t i = 0; i < d.seeds.size(); ++i) {
     Measurement m;
-    if (!MeasureRun(program, d.seeds[i], warmup + d.iterations - 1, warmup, policy, controller, &m, err)) return false;
+    if (!MeasureRun(program, d.seeds[i], warmup + d.iterations - 1, warmup, policy, controller, &m, err, extra))
+      return false;
     slow.push_back(m.iteration_ms() / d.runs[i].iteration_ms() - 1);
     save.push_back(1 - m.iteration_energy_j() / d.runs[i].iteration_energy_j());
     out->iteration_ms += m.iteration_ms() / static_cast<double>(d.seeds.size());

@@ -4,13 +4,16 @@
 // model. `emo optimize`, `emo validate` and `emo bench` start from it. Measurement helpers too.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "apply/controller.h"
 #include "apply/measurement.h"
 #include "cli/model_pipeline.h"
 #include "device/frequency_policy.h"
+#include "device/gpu_control.h"
 #include "graph/builder.h"
 #include "graph/graph.h"
 #include "model/device_profile.h"
@@ -54,10 +57,14 @@ struct Pipeline {
 bool BuildPipeline(const std::string& workload, const std::string& device, const PipelineOptions& opt, Pipeline* out,
                    std::string* err);
 
-// One run in the simulator with an optional policy and/or online method ("" for none), measured
-// after `warmup` iterations.
+// Builds one more controller on a run's GPUs (e.g. Perseus's per-instruction clock player).
+using ControllerFactory = std::function<std::unique_ptr<Controller>(GpuControl* gpus)>;
+
+// One run in the simulator with an optional policy and/or online method ("" for none) and an
+// optional extra controller, measured after `warmup` iterations.
 bool MeasureRun(const sim::Program& program, uint64_t seed, int iterations, int warmup, const FrequencyPolicy* policy,
-                const std::string& controller, Measurement* m, std::string* err);
+                const std::string& controller, Measurement* m, std::string* err,
+                const ControllerFactory& extra = nullptr);
 
 // Measured windows at least this long: the energy counter advances every ~100 ms, and each end of
 // a window reads it up to a step late (typically ~0.5 % of the energy over 8 s).
@@ -89,7 +96,8 @@ bool MeasureDefaults(const sim::Program& program, const std::vector<uint64_t>& s
 // Runs a policy and/or an online method ("" for none) on every seed of `d`, `warmup` iterations
 // before the measured window of d.iterations - 1.
 bool MeasureOutcome(const sim::Program& program, const Defaults& d, const FrequencyPolicy* policy,
-                    const std::string& controller, int warmup, Outcome* out, std::string* err);
+                    const std::string& controller, int warmup, Outcome* out, std::string* err,
+                    const ControllerFactory& extra = nullptr);
 
 // The measured static sweep behind "the best static clock": every profiled clock from the top
 // down, until two clocks in a row are 2 points slower than max_budget (lower clocks only get

@@ -228,6 +228,7 @@ struct Engine::State {
   std::vector<std::pair<double, std::function<void(double)>>> ticks;
   std::vector<std::function<void(double)>> timers;
   std::vector<std::function<void(int, double)>> on_iteration;
+  std::vector<std::function<void(int, const std::string&, bool, double)>> on_range;
   int64_t live_threads = 0, pending_items = 0, ops_executed = 0;
   int64_t next_corr = 1;
   std::vector<double> iteration_starts;
@@ -437,10 +438,25 @@ struct Engine::State {
 
   // Resumes the thread at t, after the CPU work that follows in its code: nothing the thread
   // does between two API calls is visible to others, so one event covers both.
+  // Ranges between them are passed at the time the thread reaches them (a timer when hooks listen).
   void Resume(ThreadState& th, int32_t tid, const std::vector<Instr>& code, double t) {
     const double cpu = cpu_factor[static_cast<size_t>(th.rank)];
-    while (th.pc < code.size() && code[th.pc].op == Op::kCpu) t += code[th.pc++].cpu_ns * cpu * Noise();
+    while (th.pc < code.size() && (code[th.pc].op == Op::kCpu || IsRange(code[th.pc].op))) {
+      const Instr& in = code[th.pc++];
+      if (in.op == Op::kCpu) {
+        t += in.cpu_ns * cpu * Noise();
+      } else if (!on_range.empty()) {
+        const int32_t rank = th.rank, range = in.range;
+        const bool push = in.op == Op::kRangePush;
+        timers.push_back([this, rank, range, push](double at) { FireRange(rank, range, push, at); });
+        Push(t, kTimer, static_cast<int32_t>(timers.size() - 1));
+      }
+    }
     Push(t, kThreadResume, tid);
+  }
+  static bool IsRange(Op op) { return op == Op::kRangePush || op == Op::kRangePop; }
+  void FireRange(int32_t rank, int32_t range, bool push, double at) {
+    for (auto& fn : on_range) fn(rank, p.ranges[static_cast<size_t>(range)], push, at);
   }
 
   void StepThread(int32_t tid) {
@@ -464,6 +480,14 @@ struct Engine::State {
     if (code.empty()) {
       Push(now, kThreadResume, tid);
       th.pc = code.size();
+      return;
+    }
+    while (th.pc < code.size() && IsRange(code[th.pc].op)) {
+      const Instr& r = code[th.pc++];
+      if (!on_range.empty()) FireRange(th.rank, r.range, r.op == Op::kRangePush, now);
+    }
+    if (th.pc == code.size()) {  // the code ended in ranges
+      Push(now, kThreadResume, tid);
       return;
     }
     const Instr& in = code[th.pc++];
@@ -588,6 +612,9 @@ struct Engine::State {
         th.has_sync = true;
         Block(th, tid, n_stream_sync, corr);
         return;
+      case Op::kRangePush:
+      case Op::kRangePop:
+        return;  // passed above
       case Op::kDeviceSync: {
         th.block = ThreadState::kDevice;
         int32_t n = p.ranks[static_cast<size_t>(th.rank)].streams;
@@ -1126,6 +1153,9 @@ void Engine::At(double t_ns, std::function<void(double)> fn) {
   s_->Push(std::max(t_ns, s_->now), kTimer, static_cast<int32_t>(s_->timers.size() - 1));
 }
 void Engine::OnIterationStart(std::function<void(int, double)> fn) { s_->on_iteration.push_back(std::move(fn)); }
+void Engine::OnRange(std::function<void(int, const std::string&, bool, double)> fn) {
+  s_->on_range.push_back(std::move(fn));
+}
 
 int Engine::gpus() const { return static_cast<int>(s_->gpus.size()); }
 const std::vector<int>& Engine::SupportedClocks(int gpu) const {

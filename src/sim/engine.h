@@ -68,6 +68,10 @@ class Engine {
   // Calls `fn(iteration, now_ns)` whenever rank 0 begins an iteration (the training loop's hook);
   // several may be registered, and run in registration order.
   void OnIterationStart(std::function<void(int iteration, double now_ns)> fn);
+  // Calls `fn(rank, name, push, now_ns)` when a thread of `rank` opens (push) or closes a host-side
+  // range (Op::kRangePush/kRangePop), at the time the thread reaches it: what an NVTX callback or a
+  // framework hook sees. Register before Run(). Without one, ranges cost nothing at all.
+  void OnRange(std::function<void(int rank, const std::string& name, bool push, double now_ns)> fn);
 
   // Clock control and telemetry of one GPU (= rank), as NVML offers them.
   int gpus() const;

@@ -33,6 +33,10 @@ const char* OpName(Op op) {
       return "device_sync";
     case Op::kCollective:
       return "collective";
+    case Op::kRangePush:
+      return "range_push";
+    case Op::kRangePop:
+      return "range_pop";
   }
   return "?";
 }
@@ -144,6 +148,12 @@ bool Validate(const Program& p, std::string* err) {
             coll_bytes[static_cast<size_t>(in.group)][static_cast<size_t>(r)].push_back(in.bytes);
             break;
           }
+          case Op::kRangePush:
+          case Op::kRangePop:
+            if (in.range < 0 || in.range >= static_cast<int32_t>(p.ranges.size()))
+              return fail(where() + ": range " + std::to_string(in.range) + " out of range (" +
+                          std::to_string(p.ranges.size()) + " ranges)");
+            break;
           default:
             break;
         }

@@ -26,6 +26,9 @@ enum class Op : uint8_t {
   kStreamSync = 6,  // cudaStreamSynchronize(`stream`)
   kDeviceSync = 7,  // cudaDeviceSynchronize()
   kCollective = 8,  // NCCL kernel `kernel` of `group` on `stream` (all-reduce, send/recv, ...)
+  kRangePush = 9,   // a host-side range opens, named Program::ranges[`range`] (nvtxRangePush, or a
+                    // framework hook such as Perseus's on_instruction_begin): no cost, no GPU work
+  kRangePop = 10,   // the innermost open range `range` closes
 };
 
 enum class CopyDir : uint8_t { kHostToDevice = 0, kDeviceToHost = 1, kDeviceToDevice = 2 };
@@ -36,6 +39,7 @@ struct Instr {
   int32_t event = -1;
   int32_t kernel = -1;  // index into Program::kernels (kLaunch, kCollective)
   int32_t group = -1;   // index into Program::groups (kCollective)
+  int32_t range = -1;   // index into Program::ranges (kRangePush, kRangePop)
   double cpu_ns = 0;    // kCpu
   double bytes = 0;     // kCopy; kCollective: bytes each rank contributes
   CopyDir dir = CopyDir::kHostToDevice;
@@ -78,6 +82,7 @@ struct Program {
   double link_bytes_per_s = 0;  // per-GPU bandwidth to peers (NVLink or PCIe)
   std::vector<Kernel> kernels;
   std::vector<Group> groups;
+  std::vector<std::string> ranges;  // names of host-side ranges (e.g. "forward", "backward")
   std::vector<RankProgram> ranks;
 };
 

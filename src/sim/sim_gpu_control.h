@@ -66,6 +66,8 @@ class SimHost : public ControllerHost {
     c->Attach(this);
     e_->OnIterationStart([c](int iteration, double now) { c->OnIterationStart(iteration, now); });
     if (c->PeriodMs() > 0) e_->Every(c->PeriodMs(), [c](double now) { c->Tick(now); });
+    if (c->WantsRanges())
+      e_->OnRange([c](int rank, const std::string& name, bool push, double now) { c->OnRange(rank, name, push, now); });
   }
   double NowNs() const override { return e_->now_ns(); }
   void At(double t_ns, std::function<void(double now_ns)> fn) override { e_->At(t_ns, std::move(fn)); }

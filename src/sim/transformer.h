@@ -146,6 +146,13 @@ struct Emitter {
   void Wait(int32_t stream, int32_t event) { Call(Op::kWaitEvent, stream).event = event; }
   void StreamSync(int32_t stream) { Call(Op::kStreamSync, stream); }
   void DeviceSync() { Call(Op::kDeviceSync, -1); }
+  // A host-side range opens or closes (no API call, so no launch gap).
+  void Range(bool push, int32_t range) {
+    Instr i;
+    i.op = push ? Op::kRangePush : Op::kRangePop;
+    i.range = range;
+    code.push_back(i);
+  }
   void Collective(int32_t stream, int32_t kernel, int32_t group, double bytes) {
     Instr& i = Call(Op::kCollective, stream);
     i.kernel = kernel;

@@ -78,6 +78,10 @@ void BuildPp(const Spec& s, const Naming& nm, Program* p) {
     p->groups.push_back(g);
   }
   const int32_t p2p = kt.Add(kSendRecv, SendRecvKernel(act_bytes));
+  // Each forward and backward computation of a microbatch is a host-side range, as the training
+  // loop's instruction hooks mark them (Perseus's on_instruction_begin/end, or NVTX ranges).
+  p->ranges = {"forward", "backward"};
+  constexpr int32_t kForward = 0, kBackward = 1;
   constexpr int32_t kPrevStream = 1, kNextStream = 2;
   for (int64_t st = 0; st < P; ++st) {
     const bool first = st == 0, last = st == P - 1;
@@ -85,10 +89,13 @@ void BuildPp(const Spec& s, const Naming& nm, Program* p) {
         BuildPasses(c, static_cast<double>(s.model.batch), layers[static_cast<size_t>(st)], first, last);
     Emitter e{{}, s.launch_gap_ns};
     auto pass = [&](const std::vector<Phase>& phases) {
+      const int32_t range = &phases == &passes.forward ? kForward : kBackward;
+      e.Range(true, range);
       for (const Phase& ph : phases) {
         e.Launch(0, ph.compute);
         e.Launch(0, ph.overlap);
       }
+      e.Range(false, range);
     };
     // One exchange with the previous (next) stage on its NCCL stream after the compute stream's
     // work so far, then torch.cuda.synchronize() as Megatron's batch_p2p_sync does (which also

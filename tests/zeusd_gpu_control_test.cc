@@ -1,6 +1,7 @@
 // zeusd_gpu_control_test.cc — the zeusd back end against a fake daemon (fake_zeusd.h) on a Unix
 // socket: discovery, the exact requests for clock and power-limit commands, unit conversion of
-// readings, the bearer token, readings zeusd lacks, error messages, and restore on destruction.
+// readings, the bearer token, readings zeusd lacks, error messages, restore on destruction, and the
+// watchdog restoring through zeusd when EMO dies.
 #include "apply/zeusd_gpu_control.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include "fake_zeusd.h"
 
@@ -283,6 +285,47 @@ TEST_F(Zeusd, RestoresWhatItChangedOnDestruction) {
   EXPECT_EQ(log[log.size() - 2], "POST /gpu/reset_gpu_locked_clocks?gpu_ids=0&block=true");
   EXPECT_EQ(log.back(), "POST /gpu/set_power_limit?gpu_ids=1&power_limit_mw=400000&block=true");
   // GPU 1's clock was never locked, so it is not reset.
+  EXPECT_FALSE(Logged("POST /gpu/reset_gpu_locked_clocks?gpu_ids=1&block=true"));
+}
+
+// EMO dies (here: the watchdog's pipe closes without Done()) after locking GPU 1's clocks and
+// lowering GPU 0's power limit: the watchdog, forked before any thread as emo run forks it,
+// restores both through zeusd. Told Done(), it leaves them alone.
+TEST_F(Zeusd, WatchdogRestoresThroughZeusdWhenEmoDies) {
+  std::string err;
+  auto dog = std::make_unique<Watchdog>();
+  ASSERT_TRUE(dog->Start(&err)) << err;
+  StartServer();
+  auto c = Open();
+  ASSERT_NE(c, nullptr);
+  c->Watch(dog.get());
+  ASSERT_TRUE(c->SetLockedClock(1, 1005, &err)) << err;
+  ASSERT_TRUE(c->SetPowerLimit(0, 300, &err)) << err;
+  ASSERT_EQ(fake_.gpu(0).power_limit_mw, 300000u);
+  dog.reset();
+  bool restored = false;
+  for (int i = 0; i < 500 && !restored; ++i) {
+    restored = fake_.gpu(1).locked_min_mhz == 0 && fake_.gpu(0).power_limit_mw == 400000;
+    if (!restored) usleep(10000);
+  }
+  EXPECT_TRUE(restored);
+  EXPECT_TRUE(Logged("POST /gpu/reset_gpu_locked_clocks?gpu_ids=1&block=true"));
+  EXPECT_TRUE(Logged("POST /gpu/set_power_limit?gpu_ids=0&power_limit_mw=400000&block=true"));
+}
+
+TEST_F(Zeusd, WatchdogToldDoneLeavesTheGpusAlone) {
+  std::string err;
+  auto dog = std::make_unique<Watchdog>();
+  ASSERT_TRUE(dog->Start(&err)) << err;
+  StartServer();
+  auto c = Open();
+  ASSERT_NE(c, nullptr);
+  c->Watch(dog.get());
+  ASSERT_TRUE(c->SetLockedClock(1, 1005, &err)) << err;
+  dog->Done();
+  dog.reset();
+  usleep(300000);  // time for a watchdog that wrongly acted to reach the daemon
+  EXPECT_EQ(fake_.gpu(1).locked_min_mhz, 1005);
   EXPECT_FALSE(Logged("POST /gpu/reset_gpu_locked_clocks?gpu_ids=1&block=true"));
 }
 

@@ -2,7 +2,8 @@
 // killer). Start() forks a small process before EMO touches a GPU; EMO tells it through a pipe
 // which clocks it locked and which power limits it changed (with their original values). When the
 // pipe closes, as it does however EMO ends, the watchdog exits quietly if EMO said Done(), and
-// otherwise unlocks those clocks and restores those limits through its own NVML session.
+// otherwise unlocks those clocks and restores those limits through its own NVML session, or
+// through the Zeus daemon when EMO named its socket (Zeusd()).
 #pragma once
 
 #include <string>
@@ -21,6 +22,8 @@ class Watchdog {
   // What this process changed: a GPU's clocks locked; a GPU's power limit moved from original_mw.
   void Locked(int gpu);
   void LimitChanged(int gpu, unsigned int original_mw);
+  // The GPUs are zeusd's at `socket_path` (GPU indices as ZeusdGpuControl numbers them), not NVML's.
+  void Zeusd(const std::string& socket_path);
   // This process restored everything itself: the watchdog leaves without acting.
   void Done();
 

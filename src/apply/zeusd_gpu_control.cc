@@ -160,8 +160,14 @@ bool ZeusdGpuControl::Call(int gpu, const char* method, const std::string& targe
   return false;
 }
 
+void ZeusdGpuControl::Watch(Watchdog* w) {
+  watchdog_ = w;
+  w->Zeusd(socket_);
+}
+
 bool ZeusdGpuControl::SetLockedClock(int gpu, int mhz, std::string* err) {
   const std::string f = std::to_string(std::max(mhz, 0));
+  if (!gpus_[static_cast<size_t>(gpu)].locked && watchdog_) watchdog_->Locked(gpu);
   std::string body;
   if (!Call(gpu, "POST",
             "/gpu/set_gpu_locked_clocks" + Query(gpu) + "&min_clock_mhz=" + f + "&max_clock_mhz=" + f + "&block=true",
@@ -190,6 +196,7 @@ bool ZeusdGpuControl::SetPowerLimit(int gpu, double watts, std::string* err) {
     before = std::lround(*w * 1000);
   }
   const long mw = std::lround(std::max(watts, 0.0) * 1000);
+  if (before >= 0 && watchdog_) watchdog_->LimitChanged(gpu, static_cast<unsigned int>(before));
   std::string body;
   if (!Call(gpu, "POST", "/gpu/set_power_limit" + Query(gpu) + "&power_limit_mw=" + std::to_string(mw) + "&block=true",
             &body, err))

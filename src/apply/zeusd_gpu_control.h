@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "apply/watchdog.h"
 #include "device/gpu_control.h"
 
 namespace emo {
@@ -51,6 +52,10 @@ class ZeusdGpuControl : public GpuControl {
   std::optional<double> PowerLimitW(int gpu) const override;
   bool PowerLimitRange(int gpu, double* min_w, double* max_w) const override;
 
+  // From now on `w` hears of each clock this object locks and each limit it changes (with the
+  // limit before), before the request goes out, so that the watchdog can restore them through
+  // zeusd if this process dies first. Tells it the socket.
+  void Watch(Watchdog* w);
   // Resets every clock this object locked and restores every power limit it changed. False with
   // *err (the first failure) when zeusd refused one; the others are still attempted.
   bool RestoreAll(std::string* err);
@@ -77,6 +82,7 @@ class ZeusdGpuControl : public GpuControl {
 
   std::string socket_;
   std::string token_;
+  Watchdog* watchdog_ = nullptr;
   std::unique_ptr<Http> http_;
   std::vector<Gpu> gpus_;
   mutable std::mutex mu_;  // one request at a time over the one connection; guards error_

@@ -73,7 +73,7 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
     for (size_t v = 0; v < g.nodes(); ++v) span_ns = std::max(span_ns, g.observed_end[v]);
   if (run.power_w.size() != trace.ranks.size()) {
     *err = "measured power for " + std::to_string(run.power_w.size()) + " GPUs, where the trace has " +
-           std::to_string(trace.ranks.size());
+           std::to_string(trace.ranks.size()) + " (measure the job's GPUs only: emo run --gpus)";
     return false;
   }
   for (double w : run.power_w) in.measured_energy_j.push_back(w * span_ns * 1e-9);

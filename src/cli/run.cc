@@ -89,7 +89,7 @@ int RunCommand(const RunOptions& opt) {
   }
   // Started before any GPU is touched (and any thread): if EMO dies, it restores what EMO changed.
   Watchdog watchdog;
-  if (opt.backend == "nvml" && !watchdog.Start(&err)) {
+  if (!watchdog.Start(&err)) {
     fmt::print(stderr, "emo run: {}\n", err);
     return 1;
   }
@@ -99,6 +99,7 @@ int RunCommand(const RunOptions& opt) {
     return 1;
   }
   if (backend.nvml) backend.nvml->Watch(&watchdog);
+  if (backend.zeusd) backend.zeusd->Watch(&watchdog);
   // The job's GPUs (--gpus, else $CUDA_VISIBLE_DEVICES, else all), numbered as the job sees them:
   // the policy, the method and the measurement all use that numbering.
   GpuSelection selection;

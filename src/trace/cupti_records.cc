@@ -323,7 +323,7 @@ void CuptiRecordConverter::AddMarker(const CUpti_ActivityMarker2& r) {
     if (it->second.step >= 0) rank().iterations.push_back({it->second.start_ns, Ns(r.timestamp), it->second.step});
     if (warmup_ >= 0 && it->second.ordinal == warmup_ + count_ - 1) {
       end_ns_ = Ns(r.timestamp);
-      std::erase_if(rank().calls, [&](const CpuCall& c) { return c.start_ns > end_ns_; });
+      outside_window_ += std::erase_if(rank().calls, [&](const CpuCall& c) { return c.start_ns > end_ns_; });
       for (const CpuCall& c : rank().calls) max_correlation_ = std::max(max_correlation_, c.correlation);
     }
     open_ranges_.erase(it);

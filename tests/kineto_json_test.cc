@@ -1,5 +1,6 @@
 // kineto_json_test.cc — the Kineto JSON importer on small inline traces and on bad input.
 #include "trace/kineto_json.h"
+#include "util/file.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -205,6 +206,39 @@ TEST(KinetoJson, TruncatedGzipAndMissingFileFail) {
   std::fclose(f);
   EXPECT_FALSE(LoadKinetoJson(path, &t, &err));
   EXPECT_NE(err.find("truncated gzip"), std::string::npos) << err;
+}
+
+// The inflater (ISA-L's or zlib's) reads concatenated gzip members as one stream, and names a
+// damaged one: the same small file twice, then with a byte of its deflate data flipped.
+TEST(KinetoJson, GzipMembersAndDamage) {
+  std::string dir = test::TracesDir();
+  if (dir.empty()) GTEST_SKIP() << "EMO_TRACES not set";
+  const std::string src = dir + "/HolisticTraceAnalysis/critical_path/cuda_event_sync/event_sync_trace.json.gz";
+  std::string raw, plain, err;
+  {
+    FILE* f = std::fopen(src.c_str(), "rb");
+    ASSERT_NE(f, nullptr);
+    raw.resize(1 << 20);
+    raw.resize(std::fread(raw.data(), 1, raw.size(), f));
+    std::fclose(f);
+  }
+  ASSERT_TRUE(ReadFileMaybeGz(src, &plain, &err)) << err;
+  auto write = [](const std::string& path, const std::string& bytes) {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  };
+  const std::string twice = ::testing::TempDir() + "/twice.gz";
+  write(twice, raw + raw);
+  std::string both;
+  ASSERT_TRUE(ReadFileMaybeGz(twice, &both, &err)) << err;
+  EXPECT_EQ(both, plain + plain);
+  std::string damaged = raw;
+  damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x5a);
+  const std::string bad = ::testing::TempDir() + "/damaged.gz";
+  write(bad, damaged);
+  EXPECT_FALSE(ReadFileMaybeGz(bad, &both, &err));
+  EXPECT_NE(err.find("damaged.gz: corrupt gzip data"), std::string::npos) << err;
 }
 
 }  // namespace

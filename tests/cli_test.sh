@@ -295,6 +295,8 @@ fi
 
 "$emo" trace -o "$tmp/traces" --iterations 0 -- true >/dev/null 2>&1; rc=$?
 check "trace rejects --iterations 0" test $rc -ne 0
+"$emo" trace -o "$tmp/traces" --warmup 2 -- true >/dev/null 2>&1; rc=$?
+check "trace rejects --warmup without --iterations" test $rc -ne 0
 
 # Bad input: one line on stderr naming the file, non-zero exit, no crash (exit code 1, not a signal).
 printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 12' >"$tmp/truncated.json"

@@ -111,12 +111,14 @@ int main(int argc, char** argv) {
                                    "Kineto JSON per process in DIR, for emo analyze");
   t->add_option("-o,--output", trace.out_dir, "directory for the traces (emo-trace-rank<R>.json or -pid<P>.json)")
       ->required();
+  CLI::Option* trace_iterations =
+      t->add_option("--iterations", trace.iterations,
+                    "keep only this many steps (NVTX ranges emo.step or ProfilerStep#N) after the warm-up ones, and "
+                    "the work they issued; default: the whole run")
+          ->check(CLI::PositiveNumber);
   t->add_option("--warmup", trace.warmup, "with --iterations: steps left out first (default 0)")
-      ->check(CLI::NonNegativeNumber);
-  t->add_option("--iterations", trace.iterations,
-                "keep only this many steps (NVTX ranges emo.step or ProfilerStep#N) after the warm-up ones, and "
-                "the work they issued; default: the whole run")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->needs(trace_iterations);
   t->add_option("command", trace.command, "the command, after --");
 
   emo::ProfileOptions prof;

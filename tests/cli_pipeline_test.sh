@@ -12,7 +12,8 @@ fake_nvml=$3
 source "$(dirname "$0")/cli_check.sh"
 
 # EMO's main job on a small workload: a policy file the simulator plays, and the JSON keys.
-"$emo" optimize --workload "$workloads/dp2-gpt3-1.3b-a100.json" --budget 0.05 --measure --seeds 1 \
+# (Short measured runs, --iterations 4: the keys are under test here, not the figures.)
+"$emo" optimize --workload "$workloads/dp2-gpt3-1.3b-a100.json" --budget 0.05 --measure --seeds 1 --iterations 4 \
   -o "$tmp/policy.json" --json "$tmp/optimize.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "optimize exits 0" test $rc -eq 0
 check "optimize reports EMO beside the best static clock" bash -c "grep -q 'EMO ' '$tmp/out' && grep -q 'best static' '$tmp/out'"

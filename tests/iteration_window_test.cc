@@ -53,6 +53,9 @@ TEST(IterationWindow, KeepsTheStepsAndTheWorkTheyIssued) {
   // window's end [250, 320]: kept. The call-less copy at 205 is inside: kept.
   EXPECT_EQ(ops, (std::vector<int64_t>{11, -1, 21}));
   EXPECT_EQ(syncs, (std::vector<int64_t>{12, 22}));
+  // Of the kernels cut, step 0's was launched before the window and step 3's after it.
+  EXPECT_TRUE(r.windowed);
+  EXPECT_EQ(r.kernels_before, 1);
 }
 
 TEST(IterationWindow, TooFewStepsLeaveTheRankAsItWas) {
@@ -63,6 +66,7 @@ TEST(IterationWindow, TooFewStepsLeaveTheRankAsItWas) {
   EXPECT_EQ(r.iterations.size(), 4u);
   EXPECT_EQ(r.calls.size(), 8u);
   EXPECT_EQ(r.ops.size(), 5u);
+  EXPECT_FALSE(r.windowed);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "apply/measurement.h"
@@ -171,6 +172,46 @@ namespace {
 
 // The replay kind: a trace's kernels keep their measured durations at the default clock, its
 // CPU gaps and its stream waits.
+// A program in phases runs each phase's code from its start: every iteration launches the kernels
+// of its phase's code, and a snapshot mid-run (TraceSoFar, from an iteration-start hook) holds the
+// iterations begun so far.
+TEST(SimPhases, EachIterationRunsItsPhasesCode) {
+  nlohmann::json a = Spec("tp"), b = a;
+  b["model"]["layers"] = 8;
+  const Program p = Build(
+      {{"kind", "phases"},
+       {"phases", {{{"workload", a}, {"iterations", 3}}, {{"workload", b}, {"iterations", 2}}, {{"workload", a}}}}});
+  ASSERT_EQ(p.phase_starts, (std::vector<int32_t>{3, 5}));
+  auto kernels_in = [](const std::vector<Instr>& code) {
+    int n = 0;
+    for (const Instr& in : code) n += in.op == Op::kLaunch || in.op == Op::kCollective;
+    return n;
+  };
+  const int small = kernels_in(p.ranks[0].threads[0].code), large = kernels_in(p.ranks[0].threads[0].phase_code[0]);
+  ASSERT_GT(large, small);
+  EngineOptions o;
+  o.iterations = 7;
+  Engine e(p, o);
+  size_t iterations_at_4 = 0;
+  e.OnIterationStart([&](int i, double) {
+    if (i == 4) iterations_at_4 = e.TraceSoFar().ranks[0].iterations.size();
+  });
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  EXPECT_EQ(iterations_at_4, 5u);
+  const RankTrace& r = e.trace().ranks[0];
+  ASSERT_EQ(r.iterations.size(), 7u);
+  std::map<int64_t, int64_t> issued;  // correlation -> the iteration of its call
+  for (const CpuCall& c : r.calls)
+    for (size_t i = 0; i < r.iterations.size(); ++i)
+      if (c.start_ns >= r.iterations[i].start_ns && c.start_ns < r.iterations[i].end_ns)
+        issued[c.correlation] = static_cast<int64_t>(i);
+  std::vector<int> per_iteration(7, 0);
+  for (const GpuOp& op : r.ops)
+    if (op.kind == GpuOpKind::kKernel) ++per_iteration[static_cast<size_t>(issued.at(op.correlation))];
+  EXPECT_EQ(per_iteration, (std::vector<int>{small, small, small, large, large, small, small}));
+}
+
 TEST(SimReplay, ReproducesKernelDurationsGapsAndWaits) {
   const char* json = R"({"traceEvents": [
     {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":0,"dur":5,"args":{"correlation":1}},

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -764,6 +765,105 @@ TEST(Validate, AcceptsAndRejects) {
   Program p = TwoRankProgram();
   p.ranks[1].threads[0].code.pop_back();
   EXPECT_TRUE(Validate(p, &err)) << err;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kind "phases": the phases' programs merged, each later phase's code behind its start.
+
+json TwoPhases() {
+  json a = {{"kind", "tp"}, {"device", "a100"}, {"model", SmallGpt()}, {"parallel", {{"tp", 2}}}};
+  json b = a;
+  b["model"]["layers"] = 4;
+  return {{"kind", "phases"}, {"name", "grow"}, {"phases", {{{"workload", a}, {"iterations", 3}}, {{"workload", b}}}}};
+}
+
+TEST(Workload, PhasesMergeTheProgramsOfTheirPhases) {
+  const json spec = TwoPhases();
+  const Program a = Build(spec["phases"][0]["workload"]), b = Build(spec["phases"][1]["workload"]);
+  const Program p = Build(spec);
+  EXPECT_EQ(p.name, "grow");
+  EXPECT_EQ(p.phase_starts, (std::vector<int32_t>{3}));
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.kernels.size(), a.kernels.size() + b.kernels.size());
+  EXPECT_EQ(p.groups.size(), a.groups.size() + b.groups.size());
+  for (size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(p.ranks[r].threads.size(), a.ranks[r].threads.size());
+    EXPECT_EQ(p.ranks[r].threads[0].code.size(), a.ranks[r].threads[0].code.size());
+    ASSERT_EQ(p.ranks[r].threads[0].phase_code.size(), 1u);
+    const std::vector<Instr>& later = p.ranks[r].threads[0].phase_code[0];
+    const std::vector<Instr>& alone = b.ranks[r].threads[0].code;
+    ASSERT_EQ(later.size(), alone.size());
+    for (size_t i = 0; i < later.size(); ++i) {
+      EXPECT_EQ(later[i].op, alone[i].op);
+      if (alone[i].kernel >= 0) {
+        EXPECT_EQ(later[i].kernel, alone[i].kernel + static_cast<int32_t>(a.kernels.size()));
+        EXPECT_EQ(KernelName(p, later[i]), KernelName(b, alone[i]));
+      }
+      if (alone[i].group >= 0) {
+        EXPECT_EQ(later[i].group, alone[i].group + static_cast<int32_t>(a.groups.size()));
+      }
+    }
+  }
+}
+
+TEST(Workload, BadPhasesFailNamingTheField) {
+  struct Case {
+    std::string what, message;
+    std::function<void(json&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"one phase", "field phases: expected an array of 2 to 64 phases", [](json& s) { s["phases"].erase(1); }},
+      {"no iterations", "field phases[0].iterations: expected an integer in 1..1000000",
+       [](json& s) { s["phases"][0].erase("iterations"); }},
+      {"zero iterations", "field phases[0].iterations: expected an integer in 1..1000000",
+       [](json& s) { s["phases"][0]["iterations"] = 0; }},
+      {"iterations on the last", "field phases[1].iterations: the last phase runs until the run ends",
+       [](json& s) { s["phases"][1]["iterations"] = 5; }},
+      {"other GPUs", "field phases[1]: runs on 4 GPUs, phase 0 on 2: phases of one job share its GPUs",
+       [](json& s) { s["phases"][1]["workload"]["parallel"]["tp"] = 4; }},
+      {"unknown field", "field phases[1].seed: unknown field of a phase (workload, iterations)",
+       [](json& s) { s["phases"][1]["seed"] = 1; }},
+      {"unknown top field", "field repeat: unknown field of a phases spec", [](json& s) { s["repeat"] = true; }},
+      {"bad phase", "field phases[1].workload: field model.hidden: expected a positive integer (got -1)",
+       [](json& s) { s["phases"][1]["workload"]["model"]["hidden"] = -1; }},
+      {"nested", "field phases[1].workload: a phase cannot have phases of its own",
+       [](json& s) { s["phases"][1]["workload"] = TwoPhases(); }},
+      {"file outside a file",
+       "field phases[1].workload: a phase given by its file needs a spec read from a file (LoadWorkload)",
+       [](json& s) { s["phases"][1]["workload"] = "tp2.json"; }},
+      {"bad device", "field device: unknown device \"v100\"", [](json& s) { s["device"] = "v100"; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    json spec = TwoPhases();
+    c.edit(spec);
+    Program p;
+    std::string err;
+    EXPECT_FALSE(BuildWorkload(spec, &p, &err));
+    EXPECT_EQ(err.rfind(c.message, 0), 0u) << err;
+  }
+}
+
+// A phase given by its file is read relative to the phases spec; a file that is itself in phases is refused.
+TEST(Workload, PhasesReadTheirFilesRelativeToTheSpec) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("emo_phases_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(dir / "specs");
+  json spec = TwoPhases();
+  std::ofstream(dir / "specs" / "b.json") << spec["phases"][1]["workload"].dump();
+  spec["phases"][1]["workload"] = "specs/b.json";
+  spec.erase("name");
+  std::ofstream(dir / "run.json") << spec.dump();
+  Program p;
+  std::string err;
+  ASSERT_TRUE(LoadWorkload((dir / "run.json").string(), &p, &err)) << err;
+  EXPECT_EQ(p.name, "run");
+  EXPECT_EQ(p.phase_starts, (std::vector<int32_t>{3}));
+  std::ofstream(dir / "specs" / "b.json") << spec.dump();  // itself in phases
+  EXPECT_FALSE(LoadWorkload((dir / "run.json").string(), &p, &err));
+  EXPECT_NE(err.find("b.json: a phase cannot have phases of its own"), std::string::npos) << err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -182,6 +182,7 @@ struct ThreadState {
   const std::vector<Instr>* code = nullptr;  // one iteration
   size_t pc = 0;
   int iter = 0;
+  size_t phase = 0;  // of the program (Program::phase_starts)
   bool done = false;
   // A blocking call in progress.
   enum Block : uint8_t { kNone, kEvent, kStream, kDevice, kCopy } block = kNone;
@@ -468,6 +469,10 @@ struct Engine::State {
         th.done = true;
         --live_threads;
         return;
+      }
+      if (th.phase < p.phase_starts.size() && th.iter == p.phase_starts[th.phase]) {
+        th.code = &p.ranks[static_cast<size_t>(th.rank)].threads[static_cast<size_t>(th.index)].phase_code[th.phase];
+        ++th.phase;
       }
     }
     if (th.pc == 0 && th.index == 0) {
@@ -1125,22 +1130,34 @@ bool Engine::Run(std::string* err) {
     return false;
   }
   if (!s_->Loop(err)) return false;
-  if (s_->opt.record_trace) {
-    for (size_t r = 0; r < s_->trace.ranks.size(); ++r) {
-      RankTrace& rt = s_->trace.ranks[r];
-      const auto& starts = s_->rank_iteration_starts[r];
-      for (size_t i = 0; i < starts.size(); ++i) {
-        Iteration it;
-        it.start_ns = static_cast<int64_t>(starts[i]);
-        it.end_ns = static_cast<int64_t>(i + 1 < starts.size() ? starts[i + 1] : s_->end);
-        it.step = static_cast<int64_t>(i);
-        rt.iterations.push_back(it);
-      }
-      rt.events_read = static_cast<int64_t>(rt.calls.size() + rt.ops.size() + rt.syncs.size());
-      rt.Finish();
-    }
-  }
+  if (s_->opt.record_trace)
+    for (size_t r = 0; r < s_->trace.ranks.size(); ++r) FinishRank(r, s_->end, &s_->trace.ranks[r]);
   return true;
+}
+
+// A rank's recorded trace with its iterations, the last ending at end_ns, sorted.
+void Engine::FinishRank(size_t r, double end_ns, RankTrace* rt) const {
+  const auto& starts = s_->rank_iteration_starts[r];
+  for (size_t i = 0; i < starts.size(); ++i) {
+    Iteration it;
+    it.start_ns = static_cast<int64_t>(starts[i]);
+    it.end_ns = static_cast<int64_t>(i + 1 < starts.size() ? starts[i + 1] : end_ns);
+    it.step = static_cast<int64_t>(i);
+    rt->iterations.push_back(it);
+  }
+  rt->events_read = static_cast<int64_t>(rt->calls.size() + rt->ops.size() + rt->syncs.size());
+  rt->Finish();
+}
+
+Trace Engine::TraceSoFar() const {
+  Trace t;
+  t.names = s_->trace.names;
+  t.notes = s_->trace.notes;
+  for (size_t r = 0; r < s_->trace.ranks.size(); ++r) {
+    t.ranks.push_back(s_->trace.ranks[r]);
+    if (!s_->finished) FinishRank(r, s_->now, &t.ranks.back());
+  }
+  return t;
 }
 
 void Engine::Every(double period_ms, std::function<void(double)> tick) {

@@ -117,8 +117,12 @@ class Engine {
 
   // The recorded trace (when EngineOptions::record_trace), one rank per GPU.
   const Trace& trace() const;
+  // A copy of it as far as the run has come (from a controller, mid-run): the ops and calls that
+  // have ended, the iterations begun, the last one ending now.
+  Trace TraceSoFar() const;
 
  private:
+  void FinishRank(size_t r, double end_ns, RankTrace* rt) const;
   struct State;
   std::unique_ptr<State> s_;
 };

@@ -87,75 +87,91 @@ bool Validate(const Program& p, std::string* err) {
   // bytes of each rank's n-th collective per group, to compare across members
   std::vector<std::vector<std::vector<double>>> coll_bytes(p.groups.size(),
                                                            std::vector<std::vector<double>>(p.ranks.size()));
+  for (size_t k = 0; k < p.phase_starts.size(); ++k)
+    if (p.phase_starts[k] < 1 || (k > 0 && p.phase_starts[k] <= p.phase_starts[k - 1]))
+      return fail("phase " + std::to_string(k + 1) + " starts at iteration " + std::to_string(p.phase_starts[k]) +
+                  ": phase starts must be positive and ascending");
+  const size_t phases = p.phase_starts.size() + 1;
   for (int32_t r = 0; r < nranks; ++r) {
     const RankProgram& rp = p.ranks[static_cast<size_t>(r)];
     if (rp.threads.empty()) return fail("rank " + std::to_string(r) + ": no threads");
     if (rp.streams < 1) return fail("rank " + std::to_string(r) + ": needs at least one stream");
     if (rp.events < 0) return fail("rank " + std::to_string(r) + ": negative event count");
-    std::vector<bool> recorded(static_cast<size_t>(rp.events), false);
-    for (const Thread& th : rp.threads)
-      for (const Instr& in : th.code)
-        if (in.op == Op::kRecord && in.event >= 0 && in.event < rp.events)
-          recorded[static_cast<size_t>(in.event)] = true;
+    for (size_t t = 0; t < rp.threads.size(); ++t)
+      if (rp.threads[t].phase_code.size() != phases - 1)
+        return fail("rank " + std::to_string(r) + " thread " + std::to_string(t) + ": code for " +
+                    std::to_string(rp.threads[t].phase_code.size() + 1) + " phases, the program has " +
+                    std::to_string(phases));
+    for (size_t k = 0; k < phases; ++k) {
+      auto code_of = [&](const Thread& th) -> const std::vector<Instr>& {
+        return k == 0 ? th.code : th.phase_code[k - 1];
+      };
+      std::vector<bool> recorded(static_cast<size_t>(rp.events), false);
+      for (const Thread& th : rp.threads)
+        for (const Instr& in : code_of(th))
+          if (in.op == Op::kRecord && in.event >= 0 && in.event < rp.events)
+            recorded[static_cast<size_t>(in.event)] = true;
 
-    for (size_t t = 0; t < rp.threads.size(); ++t) {
-      const std::vector<Instr>& code = rp.threads[t].code;
-      for (size_t i = 0; i < code.size(); ++i) {
-        const Instr& in = code[i];
-        // Built only for a message (a program has up to millions of instructions).
-        auto where = [&]() {
-          return "rank " + std::to_string(r) + " thread " + std::to_string(t) + " instr " + std::to_string(i) + " (" +
-                 OpName(in.op) + ")";
-        };
-        const bool uses_stream = in.op == Op::kLaunch || in.op == Op::kCopy || in.op == Op::kRecord ||
-                                 in.op == Op::kWaitEvent || in.op == Op::kStreamSync || in.op == Op::kCollective;
-        if (uses_stream && (in.stream < 0 || in.stream >= rp.streams))
-          return fail(where() + ": stream " + std::to_string(in.stream) + " out of range (" +
-                      std::to_string(rp.streams) + " streams)");
-        const bool uses_event = in.op == Op::kRecord || in.op == Op::kWaitEvent || in.op == Op::kEventSync;
-        if (uses_event && (in.event < 0 || in.event >= rp.events))
-          return fail(where() + ": event " + std::to_string(in.event) + " out of range (" + std::to_string(rp.events) +
-                      " events)");
-        if ((in.op == Op::kWaitEvent || in.op == Op::kEventSync) && !recorded[static_cast<size_t>(in.event)])
-          return fail(where() + ": event " + std::to_string(in.event) + " is never recorded on this rank");
-        switch (in.op) {
-          case Op::kCpu:
-            if (!NonNegative(in.cpu_ns)) return fail(where() + ": cpu_ns must be a non-negative number");
-            break;
-          case Op::kCopy:
-            if (!NonNegative(in.bytes)) return fail(where() + ": bytes must be a non-negative number");
-            break;
-          case Op::kLaunch:
-          case Op::kCollective: {
-            if (in.kernel < 0 || in.kernel >= static_cast<int32_t>(p.kernels.size()))
-              return fail(where() + ": kernel " + std::to_string(in.kernel) + " out of range (" +
-                          std::to_string(p.kernels.size()) + " kernels)");
-            const std::string& name = p.kernels[static_cast<size_t>(in.kernel)].name;
-            if (in.op == Op::kLaunch && IsComm(name))
-              return fail(where() + ": communication kernel " + name + " launched outside a collective");
-            if (in.op == Op::kLaunch) break;
-            if (!IsComm(name)) return fail(where() + ": collective kernel " + name + " is not an nccl* kernel");
-            if (in.group < 0 || in.group >= static_cast<int32_t>(p.groups.size()))
-              return fail(where() + ": group " + std::to_string(in.group) + " out of range (" +
-                          std::to_string(p.groups.size()) + " groups)");
-            const Group& grp = p.groups[static_cast<size_t>(in.group)];
-            bool member = false;
-            for (int32_t m : grp.ranks) member = member || m == r;
-            if (!member)
-              return fail(where() + ": rank is not a member of group " + std::to_string(in.group) + " (" + grp.name +
-                          ")");
-            if (!NonNegative(in.bytes)) return fail(where() + ": bytes must be a non-negative number");
-            coll_bytes[static_cast<size_t>(in.group)][static_cast<size_t>(r)].push_back(in.bytes);
-            break;
+      for (size_t t = 0; t < rp.threads.size(); ++t) {
+        const std::vector<Instr>& code = code_of(rp.threads[t]);
+        for (size_t i = 0; i < code.size(); ++i) {
+          const Instr& in = code[i];
+          // Built only for a message (a program has up to millions of instructions).
+          auto where = [&]() {
+            return "rank " + std::to_string(r) + " thread " + std::to_string(t) +
+                   (k > 0 ? " phase " + std::to_string(k) : std::string()) + " instr " + std::to_string(i) + " (" +
+                   OpName(in.op) + ")";
+          };
+          const bool uses_stream = in.op == Op::kLaunch || in.op == Op::kCopy || in.op == Op::kRecord ||
+                                   in.op == Op::kWaitEvent || in.op == Op::kStreamSync || in.op == Op::kCollective;
+          if (uses_stream && (in.stream < 0 || in.stream >= rp.streams))
+            return fail(where() + ": stream " + std::to_string(in.stream) + " out of range (" +
+                        std::to_string(rp.streams) + " streams)");
+          const bool uses_event = in.op == Op::kRecord || in.op == Op::kWaitEvent || in.op == Op::kEventSync;
+          if (uses_event && (in.event < 0 || in.event >= rp.events))
+            return fail(where() + ": event " + std::to_string(in.event) + " out of range (" +
+                        std::to_string(rp.events) + " events)");
+          if ((in.op == Op::kWaitEvent || in.op == Op::kEventSync) && !recorded[static_cast<size_t>(in.event)])
+            return fail(where() + ": event " + std::to_string(in.event) + " is never recorded on this rank");
+          switch (in.op) {
+            case Op::kCpu:
+              if (!NonNegative(in.cpu_ns)) return fail(where() + ": cpu_ns must be a non-negative number");
+              break;
+            case Op::kCopy:
+              if (!NonNegative(in.bytes)) return fail(where() + ": bytes must be a non-negative number");
+              break;
+            case Op::kLaunch:
+            case Op::kCollective: {
+              if (in.kernel < 0 || in.kernel >= static_cast<int32_t>(p.kernels.size()))
+                return fail(where() + ": kernel " + std::to_string(in.kernel) + " out of range (" +
+                            std::to_string(p.kernels.size()) + " kernels)");
+              const std::string& name = p.kernels[static_cast<size_t>(in.kernel)].name;
+              if (in.op == Op::kLaunch && IsComm(name))
+                return fail(where() + ": communication kernel " + name + " launched outside a collective");
+              if (in.op == Op::kLaunch) break;
+              if (!IsComm(name)) return fail(where() + ": collective kernel " + name + " is not an nccl* kernel");
+              if (in.group < 0 || in.group >= static_cast<int32_t>(p.groups.size()))
+                return fail(where() + ": group " + std::to_string(in.group) + " out of range (" +
+                            std::to_string(p.groups.size()) + " groups)");
+              const Group& grp = p.groups[static_cast<size_t>(in.group)];
+              bool member = false;
+              for (int32_t m : grp.ranks) member = member || m == r;
+              if (!member)
+                return fail(where() + ": rank is not a member of group " + std::to_string(in.group) + " (" + grp.name +
+                            ")");
+              if (!NonNegative(in.bytes)) return fail(where() + ": bytes must be a non-negative number");
+              coll_bytes[static_cast<size_t>(in.group)][static_cast<size_t>(r)].push_back(in.bytes);
+              break;
+            }
+            case Op::kRangePush:
+            case Op::kRangePop:
+              if (in.range < 0 || in.range >= static_cast<int32_t>(p.ranges.size()))
+                return fail(where() + ": range " + std::to_string(in.range) + " out of range (" +
+                            std::to_string(p.ranges.size()) + " ranges)");
+              break;
+            default:
+              break;
           }
-          case Op::kRangePush:
-          case Op::kRangePop:
-            if (in.range < 0 || in.range >= static_cast<int32_t>(p.ranges.size()))
-              return fail(where() + ": range " + std::to_string(in.range) + " out of range (" +
-                          std::to_string(p.ranges.size()) + " ranges)");
-            break;
-          default:
-            break;
         }
       }
     }

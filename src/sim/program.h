@@ -4,8 +4,10 @@
 // build programs from JSON specs; the engine (engine.h) runs them for N iterations.
 //
 // A thread's code is one iteration; the engine runs it `iterations` times, marking each with a
-// ProfilerStep. Streams and events are small integers local to their rank. A collective is
-// identified by its group and its order within the group, as NCCL orders work per communicator.
+// ProfilerStep. A program in phases (a job whose work changes mid-run: a new sequence length, an
+// evaluation phase) runs each thread's phase_code[k] from iteration phase_starts[k] on. Streams and events are small
+// integers local to their rank. A collective is identified by its group and its order within the group, as NCCL orders
+// work per communicator.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +69,8 @@ struct Group {
 };
 
 struct Thread {
-  std::vector<Instr> code;  // one iteration
+  std::vector<Instr> code;                     // one iteration (of the first phase)
+  std::vector<std::vector<Instr>> phase_code;  // one iteration of each later phase (Program::phase_starts)
 };
 
 struct RankProgram {
@@ -84,6 +87,9 @@ struct Program {
   std::vector<Group> groups;
   std::vector<std::string> ranges;  // names of host-side ranges (e.g. "forward", "backward")
   std::vector<RankProgram> ranks;
+  // Iterations at which the later phases begin, ascending and positive; every thread has one
+  // phase_code per entry.
+  std::vector<int32_t> phase_starts;
 };
 
 // Checks indices and rank/group consistency; false with a message naming the first problem.

@@ -13,6 +13,7 @@
 #include "sim/replay_workload.h"
 #include "sim/transformer.h"
 #include "sim/workload_kinds.h"
+#include "sim/workload_phases.h"
 #include "sim/workload_spec.h"
 #include "trace/load.h"
 
@@ -73,14 +74,37 @@ bool LoadReplay(const std::string& spec_path, const wl::Spec& s, Program* out, s
   return true;
 }
 
-}  // namespace
+bool IsPhases(const json& spec) { return spec.is_object() && spec.value("kind", json()) == "phases"; }
 
-bool BuildWorkload(const nlohmann::json& spec, Program* out, std::string* err) {
+bool LoadFile(const std::string& path, bool in_phase, Program* out, std::string* err);
+
+// A parsed spec of any kind. `path` is its file ("": none, so that a replay spec or a phase given
+// by its file cannot be resolved), `stem` its default name; `in_phase`: it is a phase of another.
+bool BuildParsed(const json& spec, const std::string& path, const std::string& stem, bool in_phase, Program* out,
+                 std::string* err) {
+  if (IsPhases(spec)) {
+    if (in_phase) {
+      *err = "a phase cannot have phases of its own";
+      return false;
+    }
+    auto phase = [&](const json& w, Program* p, std::string* e) {
+      if (w.is_object()) return BuildParsed(w, path, "", true, p, e);
+      if (path.empty()) {
+        *e = "a phase given by its file needs a spec read from a file (LoadWorkload)";
+        return false;
+      }
+      std::filesystem::path file = w.get<std::string>();
+      if (file.is_relative()) file = std::filesystem::path(path).parent_path() / file;
+      return LoadFile(file.string(), true, p, e);
+    };
+    return wl::BuildPhases(spec, stem, phase, out, err);
+  }
   wl::Spec s;
-  return wl::ReadSpec(spec, "", &s, err) && BuildFromSpec(s, out, err);
+  return wl::ReadSpec(spec, stem, &s, err) &&
+         (s.kind == wl::Kind::kReplay && !path.empty() ? LoadReplay(path, s, out, err) : BuildFromSpec(s, out, err));
 }
 
-bool LoadWorkload(const std::string& path, Program* out, std::string* err) {
+bool LoadFile(const std::string& path, bool in_phase, Program* out, std::string* err) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *err = path + ": cannot open";
@@ -97,11 +121,17 @@ bool LoadWorkload(const std::string& path, Program* out, std::string* err) {
   }
   std::string stem = path.substr(path.find_last_of('/') + 1);
   if (stem.size() > 5 && stem.substr(stem.size() - 5) == ".json") stem.resize(stem.size() - 5);
-  wl::Spec s;
-  const bool ok = wl::ReadSpec(spec, stem, &s, err) &&
-                  (s.kind == wl::Kind::kReplay ? LoadReplay(path, s, out, err) : BuildFromSpec(s, out, err));
+  const bool ok = BuildParsed(spec, path, stem, in_phase, out, err);
   if (!ok) *err = path + ": " + *err;
   return ok;
 }
+
+}  // namespace
+
+bool BuildWorkload(const nlohmann::json& spec, Program* out, std::string* err) {
+  return BuildParsed(spec, "", "", false, out, err);
+}
+
+bool LoadWorkload(const std::string& path, Program* out, std::string* err) { return LoadFile(path, false, out, err); }
 
 }  // namespace emo::sim

@@ -2,7 +2,7 @@
 // degrees) becomes a simulator Program (program.h), so that a new case needs no code.
 //
 // Spec (sizes in elements; shipped examples in workloads/):
-//   "kind"        "tp" | "pp" | "dp" | "offload" ("replay": below)                     required
+//   "kind"        "tp" | "pp" | "dp" | "offload" ("replay", "phases": below)           required
 //   "name"        program name; LoadWorkload defaults to the file's stem
 //   "description" free text, ignored
 //   "device"      a DeviceSpec name or alias (device_spec.h), e.g. "a100", "3080ti"    required
@@ -28,6 +28,12 @@
 // Unknown fields are errors, so that a misspelt field cannot silently fall back to its default.
 // Kind "replay" (LoadWorkload only) has "trace" (a trace file or directory, relative to the spec;
 // replay_workload.h), "device", "name" and "description", and no other field.
+// Kind "phases": a job whose work changes mid-run (a longer sequence, another batch size, an
+// evaluation loop). "phases" is an array of 2 to 64 {"workload": SPEC, "iterations": N}, SPEC an
+// inline spec of another kind or the path of its file (relative to this one; LoadWorkload only);
+// phase k runs from the iteration where phase k-1's N ends, and the last phase has no N (it runs
+// until the run ends). The phases must run on the same GPUs with the same threads per rank;
+// optional "device" overrides every phase's, "name" and "description" as above.
 //
 // What each thread runs per iteration (stream 0 computes; every API call follows a CPU gap):
 //   tp       Megatron tensor parallel, every rank the same program. The micro-batch is split in

@@ -361,20 +361,12 @@ void CuptiRecordConverter::CutToWindow() {
     kernels_before_ += o.kind == GpuOpKind::kKernel && !o.is_comm;
     return true;
   });
-  std::vector<int64_t> launched;  // correlations of the compute kernels before the cut
-  for (const GpuOp& o : rank().ops)
-    if (o.kind == GpuOpKind::kKernel && !o.is_comm) launched.push_back(o.correlation);
   std::string err;
   if (!KeepIterationWindow(&rank(), first, count, &err)) {
     window_note_ = err;
     return;
   }
-  int64_t first_kept = INT64_MAX;
-  for (const GpuOp& o : rank().ops)
-    if (o.kind == GpuOpKind::kKernel && !o.is_comm) first_kept = std::min(first_kept, o.correlation);
-  rank().windowed = true;
-  rank().kernels_before =
-      kernels_before_ + std::count_if(launched.begin(), launched.end(), [&](int64_t c) { return c < first_kept; });
+  rank().kernels_before += kernels_before_;
   if (first != warmup_ || count != count_)
     window_note_ = "the run had " + std::to_string(have) + (have == 1 ? " step" : " steps") + ", not " +
                    std::to_string(warmup_) + " warm-up + " + std::to_string(count_) + ": kept steps " +

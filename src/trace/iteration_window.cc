@@ -2,7 +2,9 @@
 #include "trace/iteration_window.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <unordered_set>
+#include <vector>
 
 namespace emo {
 
@@ -28,7 +30,17 @@ bool KeepIterationWindow(RankTrace* rank, int64_t warmup, int64_t count, std::st
     return correlation >= 0 && known.contains(correlation) ? kept.contains(correlation) : inside(start_ns);
   };
   std::erase_if(r.calls, [&](const CpuCall& c) { return !inside(c.start_ns); });
+  // Launch ordinals of the kept compute kernels start after those launched before the first of them.
+  auto compute = [](const GpuOp& o) { return o.kind == GpuOpKind::kKernel && !o.is_comm; };
+  std::vector<int64_t> dropped;  // correlations of the compute kernels cut
+  for (const GpuOp& o : r.ops)
+    if (compute(o) && !issued_inside(o.correlation, o.start_ns)) dropped.push_back(o.correlation);
   std::erase_if(r.ops, [&](const GpuOp& o) { return !issued_inside(o.correlation, o.start_ns); });
+  int64_t first_kept = INT64_MAX;
+  for (const GpuOp& o : r.ops)
+    if (compute(o)) first_kept = std::min(first_kept, o.correlation);
+  r.windowed = true;
+  r.kernels_before += std::count_if(dropped.begin(), dropped.end(), [&](int64_t c) { return c < first_kept; });
   std::erase_if(r.syncs, [&](const SyncRecord& s) { return !kept.contains(s.correlation); });
   r.iterations.erase(r.iterations.begin() + warmup + count, r.iterations.end());
   r.iterations.erase(r.iterations.begin(), r.iterations.begin() + warmup);

@@ -14,8 +14,10 @@ namespace emo {
 // work they issued: CPU calls that start inside the window [start of the first kept iteration, end
 // of the last], the GPU ops and sync records of those calls (by correlation id, so that work issued
 // inside the window and running after its end stays, and work issued before it goes), and GPU ops
-// with no known launching call that start inside the window. False with *err, and the rank left
-// untouched, when the rank has fewer than warmup + count iterations.
+// with no known launching call that start inside the window. Marks the rank windowed and adds the
+// compute kernels cut before the first kept one to kernels_before (launch ordinals count from
+// there). False with *err, and the rank left untouched, when the rank has fewer than warmup + count
+// iterations.
 bool KeepIterationWindow(RankTrace* rank, int64_t warmup, int64_t count, std::string* err);
 
 }  // namespace emo

@@ -1,0 +1,219 @@
+// adaptive_player.cc — the window / plan / play / drift loop of adaptive_player.h.
+#include "apply/adaptive_player.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace emo {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+AdaptivePlayer::AdaptivePlayer(const AdaptiveOptions& o, GpuControl* gpus, Planner plan,
+                               std::function<void(const std::string&)> say)
+    : o_(o), gpus_(gpus), plan_(std::move(plan)), say_(std::move(say)) {}
+
+std::optional<std::vector<double>> AdaptivePlayer::Energy() const {
+  std::vector<double> out;
+  for (int g = 0; g < gpus_->Count(); ++g) {
+    const std::optional<double> e = gpus_->EnergyJ(g);
+    if (!e) return std::nullopt;
+    out.push_back(*e);
+  }
+  return out;
+}
+
+bool AdaptivePlayer::Drifted(double ms, double reference_ms) {
+  return reference_ms > 0 && ms > 0 && std::fabs(ms / reference_ms - 1) > o_.drift;
+}
+
+void AdaptivePlayer::StartWindow(int iteration, double now_ns) {
+  state_ = State::kWindow;
+  window_ = PlanWindow();
+  window_.first = iteration;
+  window_.start_ns = now_ns;
+  if (const auto e = Energy()) window_.energy_j = *e;
+}
+
+void AdaptivePlayer::Back(int iteration, double now_ns) {
+  if (!ResetClocks()) {
+    state_ = State::kHolding;  // a back end that refuses its reset gets no more commands
+    hold_reference_ms_ = 0;
+    return;
+  }
+  drifting_ = 0;
+  if (o_.settle == 0) {
+    StartWindow(iteration, now_ns);
+    return;
+  }
+  state_ = State::kSettling;
+  settled_ = 1;  // iteration `iteration` is the first at default clocks
+}
+
+bool AdaptivePlayer::ResetClocks() {
+  ++generation_;
+  if (!changed_) return true;
+  changed_ = false;
+  bool ok = true;
+  for (const auto& g : policy_.gpus) {
+    std::string err;
+    if (!g.changes.empty() && !gpus_->ResetClock(g.gpu, &err)) {
+      Fail(err);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+void AdaptivePlayer::Play(double now_ns) {
+  for (const auto& g : policy_.gpus)
+    for (const ClockChange& c : g.changes) {
+      const int gpu = g.gpu, mhz = c.mhz;
+      host()->At(now_ns + c.t_ms * 1e6, [this, gpu, mhz, gen = generation_](double) {
+        if (gen != generation_) return;  // a policy the loop has left
+        std::string err;
+        changed_ = true;
+        if (!gpus_->SetLockedClock(gpu, mhz, &err)) Fail(err);
+      });
+    }
+}
+
+void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
+  const double ms = prev_start_ns_ >= 0 ? (now_ns - prev_start_ns_) / 1e6 : 0;  // iteration - 1's time
+  prev_start_ns_ = now_ns;
+  if (!error().empty()) return;  // the back end refused a command: hands off
+  switch (state_) {
+    case State::kSettling:
+      if (settled_ >= o_.settle) {
+        StartWindow(iteration, now_ns);
+      } else {
+        ++settled_;
+      }
+      return;
+
+    case State::kWindow: {
+      window_.iteration_ms.push_back(ms);
+      if (Drifted(ms, window_.iteration_ms.front())) {  // not one phase: start again from here
+        StartWindow(iteration, now_ns);
+        return;
+      }
+      const bool long_enough =
+          static_cast<int>(window_.iteration_ms.size()) >= o_.window && now_ns - window_.start_ns >= o_.window_s * 1e9;
+      if (!long_enough) return;
+      window_.iterations = iteration - window_.first;
+      window_.end_ns = now_ns;
+      if (const auto e = Energy(); e && e->size() == window_.energy_j.size()) {
+        for (size_t g = 0; g < e->size(); ++g) window_.energy_j[g] = (*e)[g] - window_.energy_j[g];
+      } else {
+        window_.energy_j.clear();
+      }
+      state_ = State::kPlanning;
+      return;
+    }
+
+    case State::kPlanning: {
+      if (static_cast<int>(plans_.size()) >= o_.max_plans) {
+        if (say_)
+          say_(fmt::format("emo: iteration {}: {} plans made, the most allowed: default clocks from here", iteration,
+                           plans_.size()));
+        state_ = State::kHolding;
+        hold_reference_ms_ = 0;  // never drifts again
+        return;
+      }
+      Plan p;
+      p.window = window_;
+      p.planned_at = iteration;
+      FrequencyPolicy policy;
+      p.ok = plan_(window_, &policy, &p.error);
+      const double default_ms = Median(window_.iteration_ms);
+      const int last = window_.first + window_.iterations - 1;
+      plans_.push_back(p);
+      drifting_ = 0;
+      if (!p.ok) {
+        if (say_)
+          say_(fmt::format("emo: iteration {}: no plan from iterations {}..{}: {}; default clocks", iteration,
+                           window_.first, last, p.error));
+        state_ = State::kHolding;
+        hold_reference_ms_ = default_ms;
+        return;
+      }
+      policy_ = std::move(policy);
+      size_t changes = 0;
+      for (const auto& g : policy_.gpus) changes += g.changes.size();
+      if (say_)
+        say_(
+            fmt::format("emo: iteration {}: planned from iterations {}..{} ({:.1f} ms each at default clocks): {} "
+                        "clock changes per iteration",
+                        iteration, window_.first, last, default_ms, changes));
+      guard_.emplace(o_.budget, default_ms);
+      guard_->OnIterationStart(now_ns);
+      reference_.clear();
+      state_ = State::kPlaying;
+      Play(now_ns);
+      return;
+    }
+
+    case State::kPlaying: {
+      Plan& p = plans_.back();
+      guard_->OnIterationStart(now_ns);
+      if (guard_->state() == PerformanceGuard::State::kTripped) {
+        if (say_)
+          say_(fmt::format(
+              "emo: iteration {}: {} iterations in a row slower than {:.1f} ms (the window's {:.1f} ms at "
+              "default clocks, plus the budget and {:.0f} % margin): default clocks until the work changes",
+              iteration, guard_->slow_ms().size(), guard_->limit_ms(), guard_->reference_ms(), kGuardSlowMargin * 100));
+        p.guard_tripped_at = iteration;
+        ResetClocks();
+        state_ = State::kHolding;
+        hold_reference_ms_ = Median(p.window.iteration_ms);
+        drifting_ = 0;
+        return;
+      }
+      // The first iteration under the policy began at default clocks: its time is left out.
+      if (p.reference_ms == 0) {
+        if (iteration > p.planned_at + 1) reference_.push_back(ms);
+        if (static_cast<int>(reference_.size()) == o_.reference) p.reference_ms = Median(reference_);
+      } else if (Drifted(ms, p.reference_ms)) {
+        if (++drifting_ >= o_.streak) {
+          if (say_)
+            say_(
+                fmt::format("emo: iteration {}: iterations take {:.1f} ms, {:+.0f} % from the {:.1f} ms the policy "
+                            "ran at: default clocks, a new window",
+                            iteration, ms, (ms / p.reference_ms - 1) * 100, p.reference_ms));
+          p.drift_at = iteration;
+          Back(iteration, now_ns);
+          return;
+        }
+      } else {
+        drifting_ = 0;
+      }
+      Play(now_ns);
+      return;
+    }
+
+    case State::kHolding:
+      if (!Drifted(ms, hold_reference_ms_)) {
+        drifting_ = 0;
+      } else if (++drifting_ >= o_.streak) {
+        if (say_)
+          say_(fmt::format("emo: iteration {}: iterations take {:.1f} ms, {:+.0f} % from {:.1f} ms: a new window",
+                           iteration, ms, (ms / hold_reference_ms_ - 1) * 100, hold_reference_ms_));
+        plans_.back().drift_at = iteration;
+        Back(iteration, now_ns);
+      }
+      return;
+  }
+}
+
+void AdaptivePlayer::Finish() { ResetClocks(); }
+
+}  // namespace emo

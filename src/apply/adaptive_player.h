@@ -1,0 +1,106 @@
+// adaptive_player.h — EMO's online loop, as the paper's runtime runs it: the job runs a window of
+// iterations at default clocks, a planner turns what the window showed into a policy (trace, pack
+// model, search), the policy is played, and the iteration time is watched. When it drifts from what
+// the policy ran at (the workload changed: a new sequence length, an evaluation phase), the default
+// clocks come back and a new window is planned, while the job goes on.
+//
+//   window   default clocks; after `settle` iterations, iterations are timed and the energy
+//            counters read until the window has `window` iterations and lasts `window_s` (the
+//            energy counter's resolution). Iterations that differ from the window's first by more
+//            than `drift` restart it: a window must hold one phase.
+//   plan     at the start of the iteration after the window's last (so that its GPU work has
+//            ended), the planner gets the window and returns a policy, or says why not (the
+//            default clocks stay then, until the next drift).
+//   playing  the policy at every iteration start. Its reference is the median of its first
+//            `reference` iterations (after one that lets the clocks land). A performance guard
+//            (performance_guard.h) on the window's median at default clocks and the policy's budget
+//            stops it (default clocks, until the next drift) when it runs slower than allowed.
+//   drift    `streak` iterations in a row more than `drift` away from the reference (the policy's,
+//            or the window's while the default clocks run): default clocks, a new window.
+// At most `max_plans` plans; then the default clocks stay.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apply/controller.h"
+#include "apply/performance_guard.h"
+#include "device/frequency_policy.h"
+#include "device/gpu_control.h"
+
+namespace emo {
+
+struct AdaptiveOptions {
+  double budget = 0.05;  // allowed slowdown, fraction (the guard's; the planner searches with it)
+  int settle = 1;        // iterations at default clocks before a window counts (clocks landing)
+  int window = 4;        // at least this many iterations in a window
+  double window_s = 8;   // and at least this long (the energy counter advances every ~100 ms)
+  int reference = 3;     // iterations under a new policy whose median is its reference
+  double drift = 0.1;    // relative change of the iteration time that counts as drift
+  int streak = 3;        // drifting iterations in a row before the default clocks come back
+  int max_plans = 8;
+};
+
+// A window at default clocks: iterations [first, first + iterations), from start_ns to end_ns
+// (host ns), each GPU's energy over it, and its iteration times.
+struct PlanWindow {
+  int first = 0, iterations = 0;
+  double start_ns = 0, end_ns = 0;
+  std::vector<double> energy_j;
+  std::vector<double> iteration_ms;
+};
+
+// Plans for a window: false with *err when it cannot.
+using Planner = std::function<bool(const PlanWindow& w, FrequencyPolicy* out, std::string* err)>;
+
+class AdaptivePlayer : public Controller {
+ public:
+  // say(line) runs on the host's thread at every plan, drift and guard trip (lines for the user).
+  AdaptivePlayer(const AdaptiveOptions& o, GpuControl* gpus, Planner plan, std::function<void(const std::string&)> say);
+
+  void OnIterationStart(int iteration, double now_ns) override;
+  void Finish() override;
+
+  // What happened, for reports and tests.
+  struct Plan {
+    PlanWindow window;
+    int planned_at = 0;  // the iteration at whose start the planner ran
+    bool ok = false;     // a policy came back (else `error` says why)
+    std::string error;
+    double reference_ms = 0;    // the policy's measured iteration time (0 until known)
+    int guard_tripped_at = -1;  // iteration at which the guard stopped the policy; -1: it did not
+    int drift_at = -1;          // iteration at whose start drift ended this plan; -1: it did not
+  };
+  const std::vector<Plan>& plans() const { return plans_; }
+
+ private:
+  enum class State { kSettling, kWindow, kPlanning, kPlaying, kHolding };
+  void StartWindow(int iteration, double now_ns);
+  void Back(int iteration, double now_ns);  // default clocks, a new window after settling
+  void Play(double now_ns);
+  bool ResetClocks();
+  bool Drifted(double ms, double reference_ms);
+  std::optional<std::vector<double>> Energy() const;
+
+  AdaptiveOptions o_;
+  GpuControl* gpus_;
+  Planner plan_;
+  std::function<void(const std::string&)> say_;
+  State state_ = State::kSettling;
+  int settled_ = 0;
+  double prev_start_ns_ = -1;
+  PlanWindow window_;
+  FrequencyPolicy policy_;
+  std::optional<PerformanceGuard> guard_;
+  std::vector<double> reference_;  // the policy's first iteration times
+  double hold_reference_ms_ = 0;   // while the default clocks run after a plan: the window's median
+  int drifting_ = 0;
+  bool changed_ = false;     // clocks were set since the last reset
+  uint64_t generation_ = 0;  // bumps at every reset: timers of an older policy do nothing
+  std::vector<Plan> plans_;
+};
+
+}  // namespace emo

@@ -1,0 +1,50 @@
+// manual_host.h — a ControllerHost for controller tests whose time the test moves.
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "apply/controller.h"
+
+namespace emo {
+
+// A host whose time the test moves: timers run when the clock passes them, before the iteration
+// start that comes at that time.
+class ManualHost : public ControllerHost {
+ public:
+  explicit ManualHost(Controller* c) : c_(c) { c->Attach(this); }
+  double NowNs() const override { return now_; }
+  void At(double t_ns, std::function<void(double)> fn) override { timers_.push_back({t_ns, seq_++, std::move(fn)}); }
+  void AdvanceTo(double t_ns) {
+    for (;;) {
+      auto next = std::min_element(timers_.begin(), timers_.end(), [](const Timer& a, const Timer& b) {
+        return a.t_ns != b.t_ns ? a.t_ns < b.t_ns : a.seq < b.seq;
+      });
+      if (next == timers_.end() || next->t_ns > t_ns) break;
+      Timer t = std::move(*next);
+      timers_.erase(next);
+      now_ = std::max(now_, t.t_ns);
+      t.fn(now_);
+    }
+    now_ = t_ns;
+  }
+  void Iteration(double t_ns) {
+    AdvanceTo(t_ns);
+    c_->OnIterationStart(iteration_++, t_ns);
+  }
+
+ private:
+  struct Timer {
+    double t_ns;
+    int seq;
+    std::function<void(double)> fn;
+  };
+  Controller* c_;
+  double now_ = 0;
+  int seq_ = 0;
+  int iteration_ = 0;
+  std::vector<Timer> timers_;
+};
+
+}  // namespace emo

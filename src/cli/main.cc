@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
                 "simulated GPU, overriding the spec's (A100-SXM4-80GB, H100-SXM, RTX3080Ti, A40)");
   s->add_option("--policy", sim.policy, "frequency policy JSON: per GPU, clock changes at offsets into each iteration");
   s->add_option("--controller", sim.controller, "an online method run beside the workload: " + emo::MethodUsage());
+  s->add_option("--adapt", sim.adapt_pct,
+                "EMO online: plan from a window of iterations at default clocks (trace, packs, model, search), play "
+                "the policy, and plan again when the iteration time drifts (a phase change); the budget, %")
+      ->check(CLI::NonNegativeNumber);
   s->add_option("--iterations", sim.iterations, "iterations to run")->check(CLI::PositiveNumber);
   s->add_option("--warmup", sim.warmup, "iterations left out of the measurement (default: 1 when there are several)")
       ->check(CLI::NonNegativeNumber);

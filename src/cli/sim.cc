@@ -10,6 +10,9 @@
 
 #include "apply/measurement.h"
 #include "apply/policy_player.h"
+#include "cli/model_pipeline.h"
+#include "cli/sim_adapt.h"
+#include "cli/sim_pipeline.h"
 #include "online/registry.h"
 #include "sim/device_spec.h"
 #include "sim/engine.h"
@@ -20,6 +23,23 @@
 
 namespace emo {
 namespace {
+
+// The online loop's plans, for --measure's "adapt".
+nlohmann::ordered_json AdaptJson(const AdaptivePlayer& player) {
+  nlohmann::ordered_json plans = nlohmann::ordered_json::array();
+  for (const AdaptivePlayer::Plan& p : player.plans()) {
+    auto iteration = [](int i) { return i >= 0 ? nlohmann::ordered_json(i) : nlohmann::ordered_json(nullptr); };
+    plans.push_back({{"window_first_iteration", p.window.first},
+                     {"window_iterations", p.window.iterations},
+                     {"planned_at_iteration", p.planned_at},
+                     {"ok", p.ok},
+                     {"error", p.ok ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.error)},
+                     {"reference_ms", p.reference_ms},
+                     {"guard_tripped_at_iteration", iteration(p.guard_tripped_at)},
+                     {"drift_at_iteration", iteration(p.drift_at)}});
+  }
+  return {{"plans", plans}};
+}
 
 // One run (one seed) of the workload and what it measured.
 struct SeedRun {
@@ -40,20 +60,34 @@ bool RunSeed(const sim::Program& program, const SimOptions& opt, const Frequency
   eo.iterations = opt.iterations;
   eo.seed = seed;
   eo.gpu_seed = opt.gpu_seed;
-  eo.record_trace = !trace_out.empty();
+  eo.record_trace = !trace_out.empty() || opt.adapt_pct >= 0;
   sim::Engine engine(program, eo);
   sim::SimGpuControl gpus(&engine);
   sim::SimHost host(&engine);
   PolicyPlayer player(policy, &gpus);
   std::unique_ptr<OnlineMethod> method = BuildMethod(method_spec, &gpus, err);
   if (method_spec.entry && !method) return false;
+  std::unique_ptr<SimAdaptive> adapt;
+  if (opt.adapt_pct >= 0) {
+    DeviceProfile profile;
+    if (!FindProfile("", program.device, &profile, err)) return false;
+    AdaptiveOptions ao;
+    ao.budget = opt.adapt_pct / 100;
+    SearchOptions so;
+    so.budget = ao.budget;
+    adapt =
+        std::make_unique<SimAdaptive>(&engine, program, &gpus, profile, ao, so, PipelineOptions().pack_ms,
+                                      seed + 0x9e37, [out](const std::string& line) { out->lines.push_back(line); });
+  }
   Meter meter(&gpus, warmup);
   host.Add(&player);
   if (method) host.Add(method.get());
+  if (adapt) adapt->AddTo(&host);
   host.Add(&meter);
   const bool ran = engine.Run(err);
   player.Finish();
   if (method) method->Finish();
+  if (adapt) adapt->player().Finish();
   if (!ran) {
     *err = opt.workload + ": " + *err;
     return false;
@@ -62,6 +96,11 @@ bool RunSeed(const sim::Program& program, const SimOptions& opt, const Frequency
     *err = "policy: " + player.error();
     return false;
   }
+  if (adapt && !adapt->player().error().empty()) {
+    *err = "--adapt: " + adapt->player().error();
+    return false;
+  }
+  if (adapt) out->findings = AdaptJson(adapt->player());
   if (method && !method->error().empty()) {
     *err = opt.controller + ": " + method->error();
     return false;
@@ -187,9 +226,14 @@ int RunSim(const SimOptions& opt) {
     fmt::print(stderr, "emo sim: --seeds ({}) must be at least 1\n", opt.seeds);
     return 1;
   }
+  if (opt.adapt_pct >= 0 && (!opt.policy.empty() || !opt.controller.empty())) {
+    fmt::print(stderr, "emo sim: --adapt plays its own policies: no --policy or --controller\n");
+    return 1;
+  }
   if (!opt.sweep_clocks.empty()) {
-    if (!opt.policy.empty() || !opt.controller.empty() || !opt.trace_out.empty()) {
-      fmt::print(stderr, "emo sim: --sweep-clocks locks every clock itself: no --policy, --controller or --trace\n");
+    if (!opt.policy.empty() || !opt.controller.empty() || !opt.trace_out.empty() || opt.adapt_pct >= 0) {
+      fmt::print(stderr,
+                 "emo sim: --sweep-clocks locks every clock itself: no --policy, --controller, --adapt or --trace\n");
       return 1;
     }
     return RunSweep(program, opt, warmup);
@@ -248,6 +292,7 @@ int RunSim(const SimOptions& opt) {
     j["warmup_iterations"] = warmup;
     AddMeasurementJson(m, &j);  // the first seed's run, as with one seed
     if (method_spec.entry) j[method_spec.entry->json_key] = first.findings;
+    if (opt.adapt_pct >= 0) j["adapt"] = first.findings;
     if (runs.size() > 1) {
       nlohmann::ordered_json seeds = nlohmann::ordered_json::array();
       for (const SeedRun& r : runs) {

@@ -12,6 +12,7 @@ struct SimOptions {
   std::string device;      // overrides the spec's device when set
   std::string policy;      // frequency policy JSON (policy.h), optional
   std::string controller;  // an online method, e.g. "zeus-power-limit:eta=0.5"; optional
+  double adapt_pct = -1;   // EMO's online loop (cli/sim_adapt.h) with this slowdown budget, %; < 0: off
   int iterations = 10;
   int warmup = -1;        // iterations left out of the measurement; -1: 1 when there are several
   uint64_t seed = 1;      // the first run's seed

@@ -20,7 +20,8 @@ constexpr double kMs = 1e6;  // ns
 // (an empty policy: "cannot plan"), iterations fed by duration.
 struct Job {
   FakeGpus gpus{1, "A100-SXM4-80GB", {1005, 1200, 1410}, 100, 400};
-  std::vector<PlanWindow> windows;
+  std::vector<PlanWindow> windows;  // one per planner call (re-searches repeat the window)
+  std::vector<double> budgets;
   std::vector<FrequencyPolicy> answers;
   std::vector<std::string> said;
   AdaptivePlayer player;
@@ -31,8 +32,9 @@ struct Job {
   explicit Job(AdaptiveOptions o)
       : player(
             o, &gpus,
-            [this](const PlanWindow& w, FrequencyPolicy* out, std::string* err) {
+            [this](const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* err) {
               windows.push_back(w);
+              budgets.push_back(budget);
               const size_t k = windows.size() - 1;
               if (k >= answers.size() || answers[k].gpus.empty()) {
                 *err = "no packs";
@@ -82,9 +84,10 @@ TEST(AdaptivePlayer, PlansFromAWindowPlaysAndReplansAfterDrift) {
   // iteration 5's start; the plan comes at iteration 6's.
   job.Run(6, 100);
   EXPECT_TRUE(job.windows.empty());
-  // Under the policy: 104 ms. Iteration 6 began at default clocks; 7-9 give the reference, known
-  // at iteration 10's start.
-  job.Run(5, 104);  // iterations 6-10
+  // Under the policy: 104.8 ms. Iteration 6 began at default clocks; 7-9 give the reference, known
+  // at iteration 10's start: 4.8 % slower than the window, within the 5 % budget and using more
+  // than 90 % of it, so that no other search is needed.
+  job.Run(5, 104.8);  // iterations 6-10
   ASSERT_EQ(job.windows.size(), 1u);
   const PlanWindow& w = job.windows[0];
   EXPECT_EQ(w.first, 1);
@@ -96,7 +99,8 @@ TEST(AdaptivePlayer, PlansFromAWindowPlaysAndReplansAfterDrift) {
   EXPECT_EQ(w.iteration_ms, (std::vector<double>{100, 100, 100, 100}));
   EXPECT_EQ(job.player.plans()[0].planned_at, 6);
   ASSERT_EQ(job.player.plans().size(), 1u);
-  EXPECT_DOUBLE_EQ(job.player.plans()[0].reference_ms, 104);
+  EXPECT_DOUBLE_EQ(job.player.plans()[0].reference_ms, 104.8);
+  EXPECT_EQ(job.budgets, (std::vector<double>{0.05}));
   // The work doubles from iteration 11: the starts of 12, 13 and 14 each end a 200 ms iteration,
   // the third in a row: at 14's start the clocks are reset and iteration 14 settles; 15-18 are the
   // next window, planned at 20's start.
@@ -137,19 +141,21 @@ TEST(AdaptivePlayer, WithoutAPlanTheDefaultClocksStayUntilTheWorkChanges) {
   EXPECT_EQ(job.Resets(), 0);  // nothing was locked
 }
 
-// A policy 20 % slower than the window, steadily (no drift from its own reference): the guard's
-// limit is 100 * (1 + 0.05 + 0.02) = 107 ms, five slow iterations in a row trip it.
+// A policy checked within its budget (104.8 ms) whose iterations then slow to 108 ms (3 %: no
+// drift): the guard's limit is 100 * (1 + 0.05 + 0.02) = 107 ms, five slow iterations in a row
+// trip it.
 TEST(AdaptivePlayer, TheGuardStopsAPolicyOverItsBudget) {
   Job job(Options());
   job.answers = {At1200()};
   job.Run(6, 100);
-  job.Run(6, 120);  // iterations 6-11: the starts of 7-11 end five slow iterations
+  job.Run(5, 104.8);  // iterations 6-10, checked at 10's start
+  job.Run(6, 108);    // iterations 11-16: the starts of 12-16 end five slow iterations
   ASSERT_EQ(job.player.plans().size(), 1u);
-  EXPECT_EQ(job.player.plans()[0].guard_tripped_at, 11);
+  EXPECT_EQ(job.player.plans()[0].guard_tripped_at, 16);
   EXPECT_EQ(job.player.plans()[0].drift_at, -1);
   EXPECT_EQ(job.Resets(), 1);
   const int locks = job.Locks();
-  job.Run(10, 100);  // back at default clocks: one 120 ms iteration is no drift, nothing is sent
+  job.Run(10, 100);  // back at default clocks: one 108 ms iteration is no drift, nothing is sent
   EXPECT_EQ(job.Locks(), locks);
   EXPECT_EQ(job.windows.size(), 1u);
   EXPECT_NE(job.said.back().find("5 iterations in a row slower than 107.0 ms"), std::string::npos) << job.said.back();
@@ -173,10 +179,68 @@ TEST(AdaptivePlayer, AtMostMaxPlans) {
   job.answers = {At1200(), At1200()};
   job.Run(10, 100);
   job.Run(20, 200);  // drift, a window, but no second plan
-  EXPECT_EQ(job.windows.size(), 1u);
+  EXPECT_EQ(job.player.plans().size(), 1u);
   EXPECT_NE(job.said.back().find("1 plans made, the most allowed"), std::string::npos) << job.said.back();
+  const size_t calls = job.windows.size();
   job.Run(10, 400);  // never again
-  EXPECT_EQ(job.windows.size(), 1u);
+  EXPECT_EQ(job.windows.size(), calls);
+  EXPECT_EQ(job.player.plans().size(), 1u);
+}
+
+FrequencyPolicy At1005() {
+  FrequencyPolicy p;
+  p.gpus.push_back({0, {{0, 1005}}});
+  return p;
+}
+
+// The checks (NextSearchBudget): a policy that leaves most of the budget unused is searched again
+// higher, by the measured ratio damped: 0.05 * min(1.5, 1 + 0.7 (0.05 / 0.02 - 1)) = 0.075; the
+// second, at 4.8 %, is kept.
+TEST(AdaptivePlayer, APolicyUnderItsBudgetIsSearchedAgainHigher) {
+  Job job(Options());
+  job.answers = {At1200(), At1005()};
+  job.Run(6, 100);
+  job.Run(4, 102);    // iterations 6-9 under the first policy, checked at 10's start
+  job.Run(5, 104.8);  // iterations 10-14 under the second: 11-13 its reference, checked at 14's start
+  ASSERT_EQ(job.budgets.size(), 2u);
+  EXPECT_NEAR(job.budgets[1], 0.075, 1e-12);
+  const AdaptivePlayer::Plan& p = job.player.plans()[0];
+  ASSERT_EQ(p.measured.size(), 2u);
+  EXPECT_NEAR(p.measured[0], 0.02, 1e-12);
+  EXPECT_NEAR(p.measured[1], 0.048, 1e-12);
+  EXPECT_DOUBLE_EQ(p.reference_ms, 104.8);
+  job.Run(1, 104.8);
+  EXPECT_EQ(job.gpus.commands.back().value, 1005);  // the second plays
+}
+
+// One over the budget (8 %) is searched again lower, 0.05 * 0.05 / 0.08 * 0.9 = 0.028125; that one
+// ran within (3 %), so the third search bisects the bracket: (0.028125 + 0.05) / 2. When it fails,
+// the slowest policy within the budget is kept, here the second.
+TEST(AdaptivePlayer, APolicyOverItsBudgetIsSearchedAgainLowerAndTheBestKept) {
+  Job job(Options());
+  job.answers = {At1200(), At1005()};
+  job.Run(6, 100);
+  job.Run(4, 108);  // iterations 6-9, checked at 10's start (no guard under checks)
+  job.Run(5, 103);  // iterations 10-14, checked at 14's start: 3 % leaves a tenth of the budget unused
+  ASSERT_EQ(job.budgets.size(), 3u);
+  EXPECT_NEAR(job.budgets[1], 0.028125, 1e-12);
+  EXPECT_NEAR(job.budgets[2], (0.028125 + 0.05) / 2, 1e-12);
+  const AdaptivePlayer::Plan& p = job.player.plans()[0];
+  EXPECT_EQ(p.searched.size(), 2u);  // the third search failed
+  EXPECT_EQ(p.guard_tripped_at, -1);
+  EXPECT_DOUBLE_EQ(p.reference_ms, 103);
+  job.Run(1, 103);
+  EXPECT_EQ(job.gpus.commands.back().value, 1005);
+  // Every policy over the budget: the default clocks.
+  Job over(Options());
+  over.answers = {At1200(), At1005()};
+  over.Run(6, 100);
+  over.Run(4, 108);
+  over.Run(5, 110);
+  EXPECT_EQ(over.said.back(),
+            "emo: iteration 14: no policy ran within the budget (2 searched): default clocks until "
+            "the work changes");
+  EXPECT_EQ(over.gpus.commands.back().what, FakeGpus::Command::kReset);
 }
 
 // A back end that refuses the clock commands: the loop stops sending after the first refusal.

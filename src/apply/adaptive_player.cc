@@ -18,6 +18,13 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
+double NextSearchBudget(double budget, double searched, double measured, bool within, BudgetBracket* b) {
+  (within ? b->lo : b->hi) = searched;
+  if (b->lo >= 0 && b->hi >= 0) return (b->lo + b->hi) / 2;
+  if (within) return searched * std::min(1.5, 1 + 0.7 * (budget / std::max(measured, 0.1 * budget) - 1));
+  return measured > 0 ? searched * budget / measured * 0.9 : searched;
+}
+
 AdaptivePlayer::AdaptivePlayer(const AdaptiveOptions& o, GpuControl* gpus, Planner plan,
                                std::function<void(const std::string&)> say)
     : o_(o), gpus_(gpus), plan_(std::move(plan)), say_(std::move(say)) {}
@@ -87,6 +94,69 @@ void AdaptivePlayer::Play(double now_ns) {
     }
 }
 
+void AdaptivePlayer::StartPolicy(FrequencyPolicy policy, int iteration, double now_ns) {
+  ResetClocks();  // the policy before may lock clocks this one leaves alone; its pending changes die
+  policy_ = std::move(policy);
+  guard_.reset();  // until the checks keep a policy
+  reference_.clear();
+  reference_from_ = iteration + 1;
+  state_ = State::kPlaying;
+  Play(now_ns);
+}
+
+void AdaptivePlayer::Check(int iteration, double now_ns) {
+  Plan& p = plans_.back();
+  const double default_ms = Median(p.window.iteration_ms), ms = Median(reference_);
+  const double used = ms / default_ms - 1;
+  p.measured.push_back(used);
+  const bool within = used <= o_.budget + o_.tolerance;
+  if (within && (!best_ || ms > best_ms_)) {
+    best_ = policy_;
+    best_ms_ = ms;
+  }
+  const bool enough = within && used >= 0.9 * o_.budget;
+  if (!enough && static_cast<int>(p.searched.size()) < o_.searches) {
+    const double next = NextSearchBudget(o_.budget, p.searched.back(), used, within, &bracket_);
+    FrequencyPolicy policy;
+    std::string err;
+    if (plan_(p.window, next, &policy, &err)) {
+      if (say_)
+        say_(
+            fmt::format("emo: iteration {}: the policy searched at {:.2f} % ran {:+.2f} % (budget {:.1f} %): "
+                        "searching again at {:.2f} %",
+                        iteration, p.searched.back() * 100, used * 100, o_.budget * 100, next * 100));
+      p.searched.push_back(next);
+      StartPolicy(std::move(policy), iteration, now_ns);
+      return;
+    }
+    if (say_)
+      say_(fmt::format("emo: iteration {}: searching again at {:.2f} % failed: {}", iteration, next * 100, err));
+  }
+  if (!best_) {
+    if (say_)
+      say_(
+          fmt::format("emo: iteration {}: no policy ran within the budget ({} searched): default clocks until the "
+                      "work changes",
+                      iteration, p.searched.size()));
+    ResetClocks();
+    state_ = State::kHolding;
+    hold_reference_ms_ = default_ms;
+    drifting_ = 0;
+    return;
+  }
+  if (!(policy_ == *best_)) {
+    ResetClocks();
+    policy_ = *best_;
+  }
+  p.reference_ms = best_ms_;
+  guard_.emplace(o_.budget, default_ms);
+  guard_->OnIterationStart(now_ns);
+  if (say_ && p.searched.size() > 1)
+    say_(fmt::format("emo: iteration {}: keeping the policy that ran {:+.2f} % ({} searched)", iteration,
+                     (best_ms_ / default_ms - 1) * 100, p.searched.size()));
+  Play(now_ns);
+}
+
 void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
   const double ms = prev_start_ns_ >= 0 ? (now_ns - prev_start_ns_) / 1e6 : 0;  // iteration - 1's time
   prev_start_ns_ = now_ns;
@@ -133,7 +203,9 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
       p.window = window_;
       p.planned_at = iteration;
       FrequencyPolicy policy;
-      p.ok = plan_(window_, &policy, &p.error);
+      const double budget = o_.budget > 0 ? o_.budget : o_.tolerance / 2;  // 0: as `emo optimize` does
+      p.ok = plan_(window_, budget, &policy, &p.error);
+      p.searched.push_back(budget);
       const double default_ms = Median(window_.iteration_ms);
       const int last = window_.first + window_.iterations - 1;
       plans_.push_back(p);
@@ -146,26 +218,23 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
         hold_reference_ms_ = default_ms;
         return;
       }
-      policy_ = std::move(policy);
       size_t changes = 0;
-      for (const auto& g : policy_.gpus) changes += g.changes.size();
+      for (const auto& g : policy.gpus) changes += g.changes.size();
       if (say_)
         say_(
             fmt::format("emo: iteration {}: planned from iterations {}..{} ({:.1f} ms each at default clocks): {} "
                         "clock changes per iteration",
                         iteration, window_.first, last, default_ms, changes));
-      guard_.emplace(o_.budget, default_ms);
-      guard_->OnIterationStart(now_ns);
-      reference_.clear();
-      state_ = State::kPlaying;
-      Play(now_ns);
+      best_.reset();
+      bracket_ = BudgetBracket();
+      StartPolicy(std::move(policy), iteration, now_ns);
       return;
     }
 
     case State::kPlaying: {
       Plan& p = plans_.back();
-      guard_->OnIterationStart(now_ns);
-      if (guard_->state() == PerformanceGuard::State::kTripped) {
+      if (guard_) guard_->OnIterationStart(now_ns);
+      if (guard_ && guard_->state() == PerformanceGuard::State::kTripped) {
         if (say_)
           say_(fmt::format(
               "emo: iteration {}: {} iterations in a row slower than {:.1f} ms (the window's {:.1f} ms at "
@@ -178,10 +247,13 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
         drifting_ = 0;
         return;
       }
-      // The first iteration under the policy began at default clocks: its time is left out.
+      // The first iteration under a policy began under the one before: its time is left out.
       if (p.reference_ms == 0) {
-        if (iteration > p.planned_at + 1) reference_.push_back(ms);
-        if (static_cast<int>(reference_.size()) == o_.reference) p.reference_ms = Median(reference_);
+        if (iteration - 1 >= reference_from_) reference_.push_back(ms);
+        if (static_cast<int>(reference_.size()) == o_.reference) {
+          Check(iteration, now_ns);
+          return;
+        }
       } else if (Drifted(ms, p.reference_ms)) {
         if (++drifting_ >= o_.streak) {
           if (say_)

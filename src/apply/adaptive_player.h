@@ -15,6 +15,13 @@
 //            `reference` iterations (after one that lets the clocks land). A performance guard
 //            (performance_guard.h) on the window's median at default clocks and the policy's budget
 //            stops it (default clocks, until the next drift) when it runs slower than allowed.
+//   checks   the model can be off, so each reference is checked against the window's median, as
+//            `emo optimize` checks its policies offline (NextSearchBudget): a policy slower than the
+//            budget allows (beyond `tolerance`), or one that leaves more than a tenth of it unused, is
+//            searched again at another budget. At most `searches` searches per plan; the slowest
+//            policy within the budget is kept (a proxy for the most energy saved: an iteration is too
+//            short for the energy counter), or the default clocks when none is. The guard watches
+//            the kept policy; a policy under check runs only its few reference iterations.
 //   drift    `streak` iterations in a row more than `drift` away from the reference (the policy's,
 //            or the window's while the default clocks run): default clocks, a new window.
 // At most `max_plans` plans; then the default clocks stay.
@@ -38,10 +45,12 @@ struct AdaptiveOptions {
   int settle = 1;        // iterations at default clocks before a window counts (clocks landing)
   int window = 4;        // at least this many iterations in a window
   double window_s = 8;   // and at least this long (the energy counter advances every ~100 ms)
-  int reference = 3;     // iterations under a new policy whose median is its reference
+  int reference = 5;     // iterations under a new policy whose median is its reference
   double drift = 0.1;    // relative change of the iteration time that counts as drift
   int streak = 3;        // drifting iterations in a row before the default clocks come back
   int max_plans = 8;
+  int searches = 4;           // searches per plan, the first included
+  double tolerance = 0.0025;  // measured slowdown allowed above the budget (iteration-time noise)
 };
 
 // A window at default clocks: iterations [first, first + iterations), from start_ns to end_ns
@@ -53,8 +62,19 @@ struct PlanWindow {
   std::vector<double> iteration_ms;
 };
 
-// Plans for a window: false with *err when it cannot.
-using Planner = std::function<bool(const PlanWindow& w, FrequencyPolicy* out, std::string* err)>;
+// Plans for a window, searching at `budget`: false with *err when it cannot. Called again for the
+// same window with other budgets (the checks above).
+using Planner = std::function<bool(const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* err)>;
+
+// Measured checks search the budget as a bracket: the largest search budget found within the
+// budget and the smallest found over it, bisected once both are known, and until then the search
+// budget scaled by the measured ratio (damped upwards). `emo optimize`'s checks use it too.
+struct BudgetBracket {
+  double lo = -1, hi = -1;  // search budgets; -1: none yet
+};
+// The search budget after a policy searched at `searched` measured `measured` slowdown (within:
+// no more than the budget plus the tolerance).
+double NextSearchBudget(double budget, double searched, double measured, bool within, BudgetBracket* b);
 
 class AdaptivePlayer : public Controller {
  public:
@@ -70,9 +90,11 @@ class AdaptivePlayer : public Controller {
     int planned_at = 0;  // the iteration at whose start the planner ran
     bool ok = false;     // a policy came back (else `error` says why)
     std::string error;
-    double reference_ms = 0;    // the policy's measured iteration time (0 until known)
-    int guard_tripped_at = -1;  // iteration at which the guard stopped the policy; -1: it did not
-    int drift_at = -1;          // iteration at whose start drift ended this plan; -1: it did not
+    double reference_ms = 0;       // the kept policy's measured iteration time (0 until known)
+    std::vector<double> searched;  // budgets searched, in order
+    std::vector<double> measured;  // the slowdown measured for each (against the window's median)
+    int guard_tripped_at = -1;     // iteration at which the guard stopped the policy; -1: it did not
+    int drift_at = -1;             // iteration at whose start drift ended this plan; -1: it did not
   };
   const std::vector<Plan>& plans() const { return plans_; }
 
@@ -81,6 +103,8 @@ class AdaptivePlayer : public Controller {
   void StartWindow(int iteration, double now_ns);
   void Back(int iteration, double now_ns);  // default clocks, a new window after settling
   void Play(double now_ns);
+  void StartPolicy(FrequencyPolicy policy, int iteration, double now_ns);
+  void Check(int iteration, double now_ns);  // a reference is known: keep the policy or search again
   bool ResetClocks();
   bool Drifted(double ms, double reference_ms);
   std::optional<std::vector<double>> Energy() const;
@@ -95,8 +119,12 @@ class AdaptivePlayer : public Controller {
   PlanWindow window_;
   FrequencyPolicy policy_;
   std::optional<PerformanceGuard> guard_;
-  std::vector<double> reference_;  // the policy's first iteration times
-  double hold_reference_ms_ = 0;   // while the default clocks run after a plan: the window's median
+  std::vector<double> reference_;        // the policy's first iteration times
+  int reference_from_ = 0;               // the first iteration whose time counts toward it
+  std::optional<FrequencyPolicy> best_;  // the slowest checked policy within the budget
+  BudgetBracket bracket_;
+  double best_ms_ = 0;
+  double hold_reference_ms_ = 0;  // while the default clocks run after a plan: the window's median
   int drifting_ = 0;
   bool changed_ = false;     // clocks were set since the last reset
   uint64_t generation_ = 0;  // bumps at every reset: timers of an older policy do nothing

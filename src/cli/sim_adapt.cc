@@ -23,7 +23,10 @@ SimAdaptive::SimAdaptive(sim::Engine* engine, const sim::Program& program, sim::
       seed_(seed),
       clocks_(gpus, 1.0),
       player_(
-          ao, gpus, [this](const PlanWindow& w, FrequencyPolicy* out, std::string* err) { return Plan(w, out, err); },
+          ao, gpus,
+          [this](const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* err) {
+            return Plan(w, budget, out, err);
+          },
           std::move(say)) {}
 
 void SimAdaptive::AddTo(sim::SimHost* host) {
@@ -31,31 +34,33 @@ void SimAdaptive::AddTo(sim::SimHost* host) {
   host->Add(&player_);
 }
 
-bool SimAdaptive::Plan(const PlanWindow& w, FrequencyPolicy* out, std::string* err) {
+bool SimAdaptive::Model(const PlanWindow& w, std::string* err) {
+  if (model_ && model_->first == w.first && model_->iterations == w.iterations) return true;
+  model_.reset();
   if (w.energy_j.empty()) {
     *err = "the window has no energy readings";
     return false;
   }
+  auto m = std::make_unique<WindowModel>();
+  m->first = w.first;
+  m->iterations = w.iterations;
   // The graph from the window's last few iterations (a window long enough for the energy counter
   // holds many: the model needs a few); the power from all of it.
   const int traced = std::min(w.iterations, PipelineOptions().trace_iterations);
-  Trace trace = engine_->TraceSoFar();
-  for (RankTrace& r : trace.ranks)
+  m->trace = engine_->TraceSoFar();
+  for (RankTrace& r : m->trace.ranks)
     if (!KeepIterationWindow(&r, w.first + w.iterations - traced, traced, err)) return false;
-  Graph g;
   BuildReport report;
-  Packing packing;
-  if (!GraphAndPacks(trace, pack_ms_, &g, &report, &packing, err)) return false;
+  if (!GraphAndPacks(m->trace, pack_ms_, &m->g, &report, &m->packing, err)) return false;
   sim::EngineOptions po;
   po.iterations = w.first + w.iterations;  // the program up to the window's end (its phases by iteration)
   po.seed = seed_ + static_cast<uint64_t>(player_.plans().size());
   po.record_trace = false;
   sim::SimMetricSource source(program_, po);
-  PackProfile pp;
-  if (!ProfilePacks(trace, g, packing, source, &pp, err)) return false;
+  if (!ProfilePacks(m->trace, m->g, m->packing, source, &m->pp, err)) return false;
   // What the window measured at default clocks: its clock samples, and each GPU's mean power.
   DefaultRun run;
-  const double origin = static_cast<double>(g.origin_ns);
+  const double origin = static_cast<double>(m->g.origin_ns);
   for (const auto& gpu : clocks_.samples()) {
     run.clock_samples.emplace_back();
     for (const auto& [t, mhz] : gpu)
@@ -63,15 +68,21 @@ bool SimAdaptive::Plan(const PlanWindow& w, FrequencyPolicy* out, std::string* e
   }
   for (double e : w.energy_j) run.power_w.push_back(e / ((w.end_ns - w.start_ns) / 1e9));
   run.span_ns = w.end_ns - origin;
-  Predictor predictor;
-  PackTables tables;
-  if (!BuildPredictor(trace, g, packing, pp, profile_, run, &predictor, &tables, err)) return false;
+  if (!BuildPredictor(m->trace, m->g, m->packing, m->pp, profile_, run, &m->predictor, &m->tables, err)) return false;
+  model_ = std::move(m);
+  return true;
+}
+
+bool SimAdaptive::Plan(const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* err) {
+  if (!Model(w, err)) return false;
+  Predictor& predictor = model_->predictor;
   SearchOptions so = so_;
-  so.group = ReplicaGroups(g, predictor.gpus());
+  so.budget = budget;
+  so.group = ReplicaGroups(model_->g, predictor.gpus());
   SearchResult sr;
   if (!Search(predictor, so, &sr, err)) return false;
   *out = PolicyFromSchedule(sr.schedule, profile_.clocks_mhz, so.dvfs_latency_ms);
-  out->budget = so.budget;
+  out->budget = budget;
   out->default_iteration_ms = predictor.base().end_ns / 1e6 / std::max(1, predictor.iterations());
   return true;
 }

@@ -11,11 +11,17 @@
 
 #include "apply/adaptive_player.h"
 #include "apply/clock_sampler.h"
+#include "graph/graph.h"
 #include "model/device_profile.h"
+#include "model/pack_model.h"
+#include "model/pack_profile.h"
+#include "model/predict.h"
+#include "pack/packer.h"
 #include "search/dp_search.h"
 #include "sim/engine.h"
 #include "sim/program.h"
 #include "sim/sim_gpu_control.h"
+#include "trace/trace.h"
 
 namespace emo {
 
@@ -30,7 +36,20 @@ class SimAdaptive {
   AdaptivePlayer& player() { return player_; }
 
  private:
-  bool Plan(const PlanWindow& w, FrequencyPolicy* out, std::string* err);
+  bool Plan(const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* err);
+  bool Model(const PlanWindow& w, std::string* err);  // the window's predictor, into model_
+
+  // The last window's model, kept for the searches at other budgets.
+  struct WindowModel {
+    int first = -1, iterations = 0;
+    Trace trace;
+    Graph g;
+    Packing packing;
+    PackProfile pp;
+    PackTables tables;
+    Predictor predictor;
+  };
+  std::unique_ptr<WindowModel> model_;
 
   sim::Engine* engine_;
   const sim::Program& program_;

@@ -10,6 +10,7 @@
 
 #include <fmt/core.h>
 
+#include "apply/adaptive_player.h"
 #include "apply/clock_sampler.h"
 #include "apply/policy_player.h"
 #include "graph/replay.h"
@@ -213,7 +214,8 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
   if (budget == 0) so.budget = kCheckTolerance / 2;
   Defaults d;
   if (check && !MeasureDefaults(pl.program, {check_seed, check_seed + 1}, iterations, &d, err)) return false;
-  double seconds = 0, best_saving = 0, lo = -1, hi = -1;
+  double seconds = 0, best_saving = 0;
+  BudgetBracket bracket;
   int64_t evaluations = 0;
   bool have = false;
   int static_clock = -1;  // the model's best single clock at the budget asked for
@@ -246,18 +248,9 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
     if (within && (!have || save > best_saving)) out->result = r, out->policy = p, have = true, best_saving = save;
     if (within && (budget == 0 || slow >= 0.9 * budget)) break;
     // The measured slowdown jumps with the search budget (the schedule changes in steps), so
-    // bracket it: the largest search budget found within, the smallest found over, bisected once
-    // both are known. Scaled by the measured ratio (damped upwards) until then; without any
-    // policy within, the latency is also taken wider.
-    (within ? lo : hi) = so.budget;
-    if (lo >= 0 && hi >= 0) {
-      so.budget = (lo + hi) / 2;
-    } else if (within) {
-      so.budget *= std::min(1.5, 1 + 0.7 * (budget / std::max(slow, 0.1 * budget) - 1));
-    } else {
-      so.budget = slow > 0 ? so.budget * budget / slow * 0.9 : so.budget;
-      if (!have) so.dvfs_jitter_ms *= 2;
-    }
+    // bracket it (NextSearchBudget); without any policy within, the latency is also taken wider.
+    so.budget = NextSearchBudget(budget, so.budget, slow, within, &bracket);
+    if (!have) so.dvfs_jitter_ms *= 2;  // (none within: the bracket has no lower end)
   }
   // The model's best single clock is a candidate too, measured on the same check seeds: where the
   // schedule's predicted gain over it is within the model's error, the measurement decides. The

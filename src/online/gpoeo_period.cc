@@ -298,7 +298,11 @@ bool Flat(const std::vector<double>& x_all, double dt_s, double t_s, const Gpoeo
   }
   const size_t step = static_cast<size_t>(window / dt_s);
   if (step < 2) return false;
-  const size_t span = static_cast<size_t>(o.flat_windows) * step;
+  // The repetition is looked for over the span upstream judges flatness on (the last 4 windows of
+  // 8 s, or all of a shorter trace), not over 4 windows shrunk to the period: at a period of a few
+  // readings those are 8-12 readings, too few to fold, and a 0.25 s iteration whose ripple is
+  // under the 4 % bound (a 10 ms all-reduce dip) was called flat.
+  const size_t span = std::min(x.size(), static_cast<size_t>(o.flat_windows * o.flat_window_s / dt_s));
   if (Repeats(std::vector<double>(x.end() - static_cast<long>(span), x.end()), dt_s, t_s, o.flat_repeat_share))
     return false;
   std::vector<double> means;

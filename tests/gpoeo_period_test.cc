@@ -103,17 +103,15 @@ TEST(GpoeoPeriod, SquareWavesOnTheEnergyCounter) { ExpectPeriod(Square, 20, "squ
 TEST(GpoeoPeriod, MultiPhaseIterationsOnTheEnergyCounter) { ExpectPeriod(Iteration, 30, "iteration", 2); }
 // The dip is 10-120 ms wide: under a sample for most periods, so the period falls between whole
 // lags and only folding the samples by phase lines the dips up.
-// DISABLED, a known failure (issue 12): where the period is a whole number of readings (5, 10),
-// the readings fall on few phases and T/k folds them exactly as well as T (the same readings share
-// a phase at both), so the detector reports T/3 at 1 s or calls the 0.5 s estimates unstable. Box
-// averages alone do not rule the alias out: on such a lattice a T/k waveform that reads exactly
-// like the observed readings exists (an oscillating one); only a prior on the waveform (a dip at
-// T/3 would show in three of ten readings) does. 0.25 and 0.31 s pass (DipsOnShortPeriods).
-TEST(GpoeoPeriod, DISABLED_DipsNarrowerThanASample) { ExpectPeriod(AllReduceDip, 20, "dip", 3); }
+// Where the period is a whole number of readings (0.5, 1, 2.2, 3 s), the readings fall on few
+// phases and T/k (k prime to the readings per period) sorts them into the same classes: only how
+// steeply the folded 100 ms averages change in time tells T from T/3 (issue 12).
+TEST(GpoeoPeriod, DipsNarrowerThanASample) { ExpectPeriod(AllReduceDip, 20, "dip", 3); }
 
 // A 10-12 ms dip in a 0.25-0.31 s iteration: a ripple of 3 % of the level, under upstream's 4 %
 // flatness bound, yet it repeats every period over the whole trace, so it is not flat. (Judged on
-// 4 periods, 10-12 readings, the repetition was missed and the signal called flat.)
+// 4 periods, 10-12 readings, the repetition was missed and the signal called flat.) Also covered
+// by DipsNarrowerThanASample; kept apart since it fails for its own reason.
 TEST(GpoeoPeriod, DipsOnShortPeriodsAreNotFlat) {
   for (double period : {0.25, 0.31}) {
     const GpoeoPeriod p = DetectOnCounter(EnergyCounter(period, Duration(period), 20, AllReduceDip, 3));
@@ -134,11 +132,9 @@ TEST(GpoeoPeriod, PipelineMicroBatchesDoNotHideTheIteration) {
 
 // Two halves that differ only in their second halves (two micro-batches, the second followed by the
 // optimizer): the harmonic at 2/T is the strongest, yet T/2 is not the period.
-// DISABLED, a known failure (issue 12), for the reason above: 0.9 s (9 readings) reads as 0.449 s,
-// whose fold interleaves the two halves' readings half a reading apart and so changes more gently
-// from reading to reading than the true period's; 2.5 s (25 readings) is found but its suffix
-// estimates disagree.
-TEST(GpoeoPeriod, DISABLED_StrongHarmonicIsNotThePeriod) {
+// At 0.9 s (9 readings) T/2 shares T's phases, and its fold interleaves the halves' readings half a
+// reading apart: they change less from class to class than at T, but over half the time.
+TEST(GpoeoPeriod, StrongHarmonicIsNotThePeriod) {
   auto shape = [](double ph) {
     const double half = ph < 0.5 ? ph * 2 : ph * 2 - 1;
     if (half < 0.45) return 350.0;

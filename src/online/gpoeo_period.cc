@@ -164,11 +164,84 @@ double RefineFold(const std::vector<double>& x, double var, double lag, double h
 // clamped back to min_lag, land on neither.
 double AliasFreeHalf(double lag, double half, double min_lag) { return std::max(0.0, std::min(half, lag - min_lag)); }
 
+// The readings' mean power in each of L phase classes (reading i in class i mod L), in the order
+// a period of L/k readings places them: class c starts at phase c·k/L of that period, so position
+// (c·k) mod L of L equal steps.
+std::vector<double> ClassMeansInPhaseOrder(const std::vector<double>& x, size_t L, size_t k) {
+  std::vector<double> sum(L, 0.0), count(L, 0.0);
+  for (size_t i = 0; i < x.size(); ++i) sum[i % L] += x[i], count[i % L] += 1;
+  std::vector<double> y(L);
+  for (size_t c = 0; c < L; ++c) y[(c * k) % L] = sum[c] / count[c];
+  return y;
+}
+
+// The roughness in time of the readings folded at L/k readings: over the L steps between
+// phase-neighbouring class means (circularly), the mean of (change)² / (s/dt), s = dt/k the time
+// between the starts of their windows, over twice x's variance (the Dirichlet energy of the folded
+// curve). Each reading is the mean power over its 100 ms window, so two readings whose windows
+// start s apart differ only by the power in the s-long slivers that the windows do not share: at
+// the true period the folded readings change from class to class in proportion to how much time
+// separates them. A period of L/k readings puts neighbouring classes dt/k apart, k times closer
+// than a period of L readings does, so the same change between them is k times steeper.
+double LatticeRoughness(const std::vector<double>& x, double var, size_t L, size_t k) {
+  const std::vector<double> y = ClassMeansInPhaseOrder(x, L, k);
+  double s = 0;
+  for (size_t q = 0; q < L; ++q) s += (y[(q + 1) % L] - y[q]) * (y[(q + 1) % L] - y[q]);
+  return static_cast<double>(k) * s / static_cast<double>(L) / (2 * var);
+}
+
+size_t Gcd(size_t a, size_t b) { return b == 0 ? a : Gcd(b, a % b); }
+
+// EMO: where `lag` puts the readings on a lattice of L phase classes, the period among those that
+// put them on the same lattice (L/k' readings for k' prime to L, each at least min_lag): the
+// shortest whose folded readings are about as smooth in time as the smoothest's (the same
+// match_rel/match_abs as the choice among candidates). Otherwise `lag`.
+//
+// Why: when the period is a whole number L of readings (or L/k), the readings fall on only L
+// phases, and every L/k with k prime to L sorts them into the same classes, only in another order,
+// so the fold mismatch scores them alike. Box averages alone do not settle it either: a waveform
+// of period L/k whose 100 ms averages are exactly the readings always exists, though it may have
+// to swing up and down within a window to cancel. So this is a choice of the plausible waveform,
+// the one whose readings change least steeply in time: a dip in one reading of ten is a change
+// over 100 ms at 1 s but over 33 ms at 1/3 s; the two halves of a 0.9 s iteration interleaved at
+// 0.45 s change less from class to class, but over half the time. A square wave of 2.5 readings
+// folds smoothly at 2.5 and jaggedly at 5, so the shorter period still wins where it is smoother.
+//
+// A lattice: some L = round(k·lag) over which the phases at lag and at L/k drift apart by less
+// than one class spacing over the trace, so the two folds sort the readings into the same
+// classes; and, as for the suffix estimates, a trace of at least repeat_min_periods of L readings
+// (with two or three readings a class, some order of the classes is smooth by chance).
+double ResolveLattice(const std::vector<double>& x, double var, double lag, double min_lag, double max_lag,
+                      const GpoeoPeriodOptions& o) {
+  const double n = static_cast<double>(x.size());
+  for (size_t k = 1;; ++k) {
+    const double L = std::round(static_cast<double>(k) * lag);
+    if (L > max_lag || n < o.repeat_min_periods * L) return lag;
+    if (L < 1 || n * std::abs(L - static_cast<double>(k) * lag) / lag >= 1) continue;
+    const size_t classes = static_cast<size_t>(L);
+    std::vector<std::pair<double, size_t>> rough;  // (roughness, k') for each period L/k'
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t kk = 1; L / static_cast<double>(kk) >= min_lag; ++kk) {
+      if (Gcd(kk, classes) != 1) continue;
+      rough.push_back({LatticeRoughness(x, var, classes, kk), kk});
+      best = std::min(best, rough.back().first);
+    }
+    size_t pick = 0;
+    for (const auto& [r, kk] : rough)
+      if (r <= best * (1 + o.match_rel) + o.match_abs) pick = std::max(pick, kk);
+    // The lattice's period as refined (k·lag, not L: the true period need not be a whole number
+    // of readings, only close enough to one that the phases do not cross over this trace).
+    return pick ? static_cast<double>(k) * lag / static_cast<double>(pick) : lag;
+  }
+}
+
 // TCompute with extra candidates (upstream passes the earlier suffix estimates). Candidates:
 // GPOEO's spectral peaks (§2 Candidates 1) and the local minima of the mismatch at whole lags
 // (which include the period's multiples, so a fundamental too weak in the spectrum is not lost),
 // the best kMaxCandidates of them, each refined by folding. The shortest that matches about as
-// well as the best and is a dip wins (GpoeoPeriodOptions::match_rel, min_dip).
+// well as the best and is a dip wins (GpoeoPeriodOptions::match_rel, min_dip). A candidate that
+// puts the readings on a lattice of few phases is first replaced by the lattice's smoothest
+// period (ResolveLattice), which the fold cannot tell from its fellows.
 constexpr size_t kMaxCandidates = 12;
 constexpr double kScreenPeriods = 8;
 double Estimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOptions& o,
@@ -253,7 +326,8 @@ double Estimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOpti
   std::vector<double> lags, ds, dips;
   for (double c : cands) {
     const double half = std::clamp(c * c / static_cast<double>(n), 1.0, std::max(1.0, 0.1 * c));
-    const double lag = std::clamp(RefineFold(x, var, c, AliasFreeHalf(c, half, min_lag)), min_lag, max_lag);
+    const double refined = std::clamp(RefineFold(x, var, c, AliasFreeHalf(c, half, min_lag)), min_lag, max_lag);
+    const double lag = std::clamp(ResolveLattice(x, var, refined, min_lag, max_lag, o), min_lag, max_lag);
     const double d = FoldMismatch(x, var, lag, n);
     double above = 0;  // the largest mismatch at a shorter whole lag
     for (size_t l = 1; static_cast<double>(l) < lag && l <= max_whole; ++l) above = std::max(above, whole[l]);
@@ -298,7 +372,11 @@ bool Flat(const std::vector<double>& x_all, double dt_s, double t_s, const Gpoeo
   }
   const size_t step = static_cast<size_t>(window / dt_s);
   if (step < 2) return false;
-  const size_t span = static_cast<size_t>(o.flat_windows) * step;
+  // The repetition is looked for over the span upstream judges flatness on (the last 4 windows of
+  // 8 s, or all of a shorter trace), not over 4 windows shrunk to the period: at a period of a few
+  // readings those are 8-12 readings, too few to fold, and a 0.25 s iteration whose ripple is
+  // under the 4 % bound (a 10 ms all-reduce dip) was called flat.
+  const size_t span = std::min(x.size(), static_cast<size_t>(o.flat_windows * o.flat_window_s / dt_s));
   if (Repeats(std::vector<double>(x.end() - static_cast<long>(span), x.end()), dt_s, t_s, o.flat_repeat_share))
     return false;
   std::vector<double> means;

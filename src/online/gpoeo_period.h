@@ -89,7 +89,9 @@ std::vector<double> GpoeoSignal(const std::vector<double>& power_w, double power
 double GpoeoMismatch(const std::vector<double>& x, double dt_s, double t_s);
 
 // One estimate (GPOEO's TCompute): FFT candidates and EMO's lag-mismatch choice among them, their
-// multiples and the lag mismatch's own minima, refined over many periods. 0 when nothing repeats
+// multiples and the lag mismatch's own minima, refined over many periods. Where a candidate puts
+// the readings on only L phases (a period of L/k readings), the periods that share those phases
+// are told apart by how steeply the folded 100 ms averages change in time. 0 when nothing repeats
 // (no candidate with a dip and a mismatch under max_mismatch). *score gets the winner's mismatch.
 double GpoeoEstimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOptions& o, double* score);
 

@@ -44,10 +44,13 @@ struct AdaptiveOptions {
   double budget = 0.05;  // allowed slowdown, fraction (the guard's; the planner searches with it)
   int settle = 1;        // iterations at default clocks before a window counts (clocks landing)
   int window = 4;        // at least this many iterations in a window
-  double window_s = 8;   // and at least this long (the energy counter advances every ~100 ms)
-  int reference = 5;     // iterations under a new policy whose median is its reference
-  double drift = 0.1;    // relative change of the iteration time that counts as drift
-  int streak = 3;        // drifting iterations in a row before the default clocks come back
+  // and at least this long: the model is fitted to the window's power, read from energy counters
+  // that advance every ~100 ms, so each end reads up to a step late: typically 0.1 / (sqrt(6) 3) =
+  // 1.4 % off over 3 s. Longer windows cost more iterations at default clocks.
+  double window_s = 3;
+  int reference = 5;   // iterations under a new policy whose median is its reference
+  double drift = 0.1;  // relative change of the iteration time that counts as drift
+  int streak = 3;      // drifting iterations in a row before the default clocks come back
   int max_plans = 8;
   int searches = 4;           // searches per plan, the first included
   double tolerance = 0.0025;  // measured slowdown allowed above the budget (iteration-time noise)

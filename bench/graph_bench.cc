@@ -5,11 +5,13 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "graph/builder.h"
 #include "graph/replay.h"
 #include "trace/kineto_json.h"
 #include "trace/kineto_writer.h"
+#include "trace/load.h"
 #include "util/file.h"
 
 namespace emo {
@@ -97,6 +99,24 @@ void BM_LoadRealTraceFromDisk(benchmark::State& state) {
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_LoadRealTraceFromDisk)->Unit(benchmark::kMillisecond);
+
+// A multi-rank set read by LoadTraces with Arg threads: eight copies of the largest real trace (as
+// eight ranks). The ratio of the 1-thread time to the N-thread time is the speed-up with cores.
+void BM_LoadEightRanks(benchmark::State& state) {
+  const std::vector<std::string> files(8, kLargestReal);
+  int64_t events = 0;
+  for (auto _ : state) {
+    Trace t;
+    std::string err;
+    if (!LoadTraces(files, &t, &err, {}, static_cast<int>(state.range(0)))) {
+      state.SkipWithError(err.c_str());
+      return;
+    }
+    for (const RankTrace& r : t.ranks) events += r.events_read;
+  }
+  state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_LoadEightRanks)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Inflating the largest real trace alone, as ByteStream does (ISA-L's igzip when the build found
 // it, else zlib), and the same file through `gzip -dc` for the ratio that holds across machines.

@@ -3,6 +3,12 @@
 // test trace is compared with HTA's published answer.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include <filesystem>
+
+#include <algorithm>
+
 #include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -159,6 +165,76 @@ TEST(RealTraces, DlrmCollectivesMatchAcrossRanks) {
 
 // Traces without event identity (no cuda_sync records, cudaEventRecord filtered out): EMO
 // tells the user what it had to infer.
+// The 8 ranks of DLRM read by 1 and by 3 threads: the same trace, name for name and in file order.
+TEST(RealTraces, ParallelReadingGivesTheSameTrace) {
+  if (test::TracesDir().empty()) GTEST_SKIP() << "EMO_TRACES not set";
+  std::vector<std::string> files;
+  std::string err;
+  ASSERT_TRUE(ExpandTracePaths({test::TracesDir() + "/param/dlrm_kineto"}, &files, &err)) << err;
+  ASSERT_EQ(files.size(), 8u);
+  Trace one, three;
+  std::vector<size_t> announced;
+  ASSERT_TRUE(LoadTraces(files, &one, &err, {}, 1)) << err;
+  ASSERT_TRUE(LoadTraces(
+      files, &three, &err,
+      [&](size_t i, size_t, const std::string&, uint64_t bytes) {
+        if (bytes == 0) announced.push_back(i);
+      },
+      3))
+      << err;
+  std::sort(announced.begin(), announced.end());
+  EXPECT_EQ(announced, (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  ASSERT_EQ(one.ranks.size(), three.ranks.size());
+  for (size_t r = 0; r < one.ranks.size(); ++r) {
+    const RankTrace &a = one.ranks[r], &b = three.ranks[r];
+    EXPECT_EQ(a.source, b.source);
+    EXPECT_EQ(a.rank, b.rank);
+    ASSERT_EQ(a.calls.size(), b.calls.size());
+    ASSERT_EQ(a.ops.size(), b.ops.size());
+    for (size_t k = 0; k < a.calls.size(); ++k)
+      ASSERT_EQ(one.names.Get(a.calls[k].name), three.names.Get(b.calls[k].name)) << a.source << " call " << k;
+    for (size_t k = 0; k < a.ops.size(); ++k) {
+      ASSERT_EQ(one.names.Get(a.ops[k].name), three.names.Get(b.ops[k].name)) << a.source << " op " << k;
+      ASSERT_EQ(one.names.Get(a.ops[k].process_group), three.names.Get(b.ops[k].process_group));
+      ASSERT_EQ(a.ops[k].start_ns, b.ops[k].start_ns);
+    }
+  }
+  EXPECT_EQ(one.notes, three.notes);
+}
+
+// A rank that does not name itself is numbered by its place among the files, however they are read;
+// a bad file is reported as the first failure in file order.
+TEST(RealTraces, ParallelReadingNumbersAndFailsInFileOrder) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("emo_parallel_load_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream((dir / name).string()) << text;
+    return (dir / name).string();
+  };
+  const std::string kernel = R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2})";
+  const std::string named =
+      write("a.json", R"({"distributedInfo": {"rank": 5, "world_size": 8}, "traceEvents": [)" + kernel + "]}");
+  const std::string plain1 = write("b.json", R"({"traceEvents": [)" + kernel + "]}");
+  const std::string plain2 = write("c.json", R"({"traceEvents": [)" + kernel + "]}");
+  const std::string broken = write("d.json", R"({"traceEvents": [)");
+  for (int threads : {1, 2, 4}) {
+    SCOPED_TRACE(threads);
+    Trace t;
+    std::string err;
+    ASSERT_TRUE(LoadTraces({named, plain1, plain2}, &t, &err, {}, threads)) << err;
+    ASSERT_EQ(t.ranks.size(), 3u);
+    EXPECT_EQ(t.ranks[0].rank, 5);
+    EXPECT_EQ(t.ranks[1].rank, 1);
+    EXPECT_EQ(t.ranks[2].rank, 2);
+    Trace bad;
+    EXPECT_FALSE(LoadTraces({plain1, broken, plain2, broken}, &bad, &err, {}, threads));
+    EXPECT_EQ(err.rfind(broken + ":", 0), 0u) << err;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RealTraces, MissingWaitInformationIsReported) {
   if (test::TracesDir().empty()) GTEST_SKIP() << "EMO_TRACES not set";
   Loaded l;

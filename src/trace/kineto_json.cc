@@ -377,7 +377,10 @@ bool Parser::TopLevelValue(std::string_view key) {
       od::value dv;
       EMO_TRY(f.value().get(dv), "bad value in distributedInfo");
       int64_t x;
-      if (k == "rank" && ReadInt(dv, &x)) rank_.rank = static_cast<int32_t>(x);
+      if (k == "rank" && ReadInt(dv, &x)) {
+        rank_.rank = static_cast<int32_t>(x);
+        rank_.rank_given = true;
+      }
       if (k == "world_size" && ReadInt(dv, &x)) rank_.world_size = static_cast<int32_t>(x);
     }
   } else if (key == "deviceProperties") {

@@ -471,6 +471,7 @@ class Loader {
       auto [pid, r] = kept[i];
       r->source = path_;
       r->rank = static_cast<int32_t>(i);
+      r->rank_given = true;
       r->world_size = static_cast<int32_t>(kept.size());
       r->clock_id = 0;  // one export: all processes share the host clock
       int64_t cuda_id = r->ops.empty() ? 0 : r->ops.front().device;

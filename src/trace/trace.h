@@ -101,8 +101,9 @@ struct ThreadId {
 };
 
 struct RankTrace {
-  std::string source;  // file it came from
-  int32_t rank = 0;    // distributedInfo.rank, or the file's position among the inputs
+  std::string source;       // file it came from
+  int32_t rank = 0;         // distributedInfo.rank, or the file's position among the inputs
+  bool rank_given = false;  // the trace named the rank (distributedInfo; a SQLite file's process order)
   int32_t world_size = 1;
   std::string gpu_name;
   int64_t clock_id = 0;  // ranks with equal clock_id share a host clock (same host)

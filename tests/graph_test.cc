@@ -285,6 +285,58 @@ TEST(GraphBuilder, CollectivesJoinBySequenceNumber) {
 // K3 and K4 share their 2960 µs: slowing one uses it up for the other, so slack is not summed.
 // Kernel time 10000 + 9500 + 4000 + 3000 + 1000 = 27500 µs = 27.5 ms. Off the critical path (all
 // but K1): 17.5 ms; slack >= 1 ms (K3, K4, K5): 8 ms; slack >= 5 ms (K5): 1 ms.
+// Cross-thread hand-off. Thread 1: A [0,10], idle 1990 (blocked), B [2000,2010]. Thread 2: C
+// [20,30], D [40,1990]. Thread 3 polls with cudaEventQuery only (background), last at [1995,1998].
+// Thread 1 resumes 10 after D ends, within 5 % of its gap (99.5): D -> B, a hand-off of delay 10,
+// and the gap itself counts 0. The poller's later call is no candidate. Replay: B ends at
+// 1990 + 10 + 10 = 2010; D 100 longer moves B by 100, as it could not without the edge.
+// When D ends at 1500 instead, thread 1 resumes 500 after it (> 99.5): no hand-off, counted dropped.
+TEST(GraphBuilder, BlockedThreadResumesAfterAnotherThreadsCall) {
+  auto trace = [](double d_end) {
+    return TraceJson({Call("cudaLaunchKernel", 0, 10, 1, 1), Call("cudaLaunchKernel", 2000, 10, 2, 1),
+                      Call("cudaLaunchKernel", 20, 10, 3, 2), Call("cudaLaunchKernel", 40, d_end - 40, 4, 2),
+                      Call("cudaEventQuery", 100, 5, 5, 3), Call("cudaEventQuery", 1995, 3, 6, 3),
+                      Kernel("K1", 7, 15, 10, 1), Kernel("K3", 7, 35, 10, 3), Kernel("K4", 7, d_end + 5, 10, 4),
+                      Kernel("K2", 7, 2015, 10, 2)});
+  };
+  Trace t;
+  AddKinetoRank(trace(1990), &t);
+  Graph g;
+  BuildReport rep;
+  Build(t, &g, &rep);
+  EXPECT_EQ(rep.ranks[0].handoffs_inferred, 1);
+  EXPECT_EQ(rep.ranks[0].handoffs_dropped, 0);
+  ASSERT_EQ(rep.ranks[0].background.size(), 1u);
+  EXPECT_EQ(Count(g, EdgeKind::kCrossThread), 1);
+  // B's node is the call whose kernel is K2: the launch with correlation 2.
+  uint32_t b = UINT32_MAX, d = UINT32_MAX;
+  for (uint32_t v = 0; v < g.nodes(); ++v) {
+    if (g.source[v] < 0 || !IsCpu(g.kind[v])) continue;
+    const CpuCall& c = t.ranks[0].calls[static_cast<size_t>(g.source[v])];
+    if (c.correlation == 2) b = v;
+    if (c.correlation == 4) d = v;
+  }
+  ASSERT_NE(b, UINT32_MAX);
+  ASSERT_NE(d, UINT32_MAX);
+  Replayed r = ReplayAll(g);
+  EXPECT_NEAR(Us(r, b), 2010, 1e-6);
+  std::vector<double> longer = g.duration;
+  longer[d] += 100e3;
+  std::vector<double> finish(g.nodes());
+  std::vector<uint32_t> crit(g.nodes());
+  Replay(g, longer, finish, crit);
+  EXPECT_NEAR(finish[b] / 1000, 2110, 1e-6);
+
+  Trace late;
+  AddKinetoRank(trace(1500), &late);
+  Graph g2;
+  BuildReport rep2;
+  Build(late, &g2, &rep2);
+  EXPECT_EQ(rep2.ranks[0].handoffs_inferred, 0);
+  EXPECT_EQ(rep2.ranks[0].handoffs_dropped, 1);
+  EXPECT_EQ(Count(g2, EdgeKind::kCrossThread), 0);
+}
+
 TEST(GraphAnalysis, SlackSharesOfKernelTime) {
   Trace t;
   AddKinetoRank(

@@ -844,6 +844,23 @@ TEST(Workload, BadPhasesFailNamingTheField) {
   }
 }
 
+// Phases are bounded together: two of the largest data-parallel programs (100 ranks of 1000 layers,
+// each over 4 M instructions) are refused at the second.
+TEST(Workload, PhasesTogetherAreBounded) {
+  const json big = {
+      {"kind", "dp"},
+      {"device", "a100"},
+      {"model", {{"layers", 1000}, {"hidden", 256}, {"heads", 4}, {"seq", 128}, {"batch", 2}, {"vocab", 1024}}},
+      {"parallel", {{"dp", 100}}}};
+  const json spec = {{"kind", "phases"}, {"phases", {{{"workload", big}, {"iterations", 1}}, {{"workload", big}}}}};
+  Program p;
+  std::string err;
+  EXPECT_FALSE(BuildWorkload(spec, &p, &err));
+  EXPECT_EQ(err,
+            "field phases[1]: the phases up to this one hold more than 8000000 instructions; make them smaller "
+            "or fewer");
+}
+
 // A phase given by its file is read relative to the phases spec; a file that is itself in phases is refused.
 TEST(Workload, PhasesReadTheirFilesRelativeToTheSpec) {
   const std::filesystem::path dir =

@@ -16,6 +16,19 @@ using nlohmann::json;
 
 constexpr size_t kMaxPhases = 64;
 constexpr int64_t kMaxPhaseIterations = 1000000;
+// Each phase is bounded as a spec of its kind is (workload_spec.h); together they are bounded too,
+// so that 64 of the largest phases cannot take the memory of 64 programs (~50 bytes an instruction).
+constexpr size_t kMaxInstructions = 8'000'000;
+
+size_t Instructions(const Program& p) {
+  size_t n = 0;
+  for (const RankProgram& r : p.ranks)
+    for (const Thread& t : r.threads) {
+      n += t.code.size();
+      for (const auto& c : t.phase_code) n += c.size();
+    }
+  return n;
+}
 
 // Appends phase `q` (built alone) to `out` as its next phase, starting at iteration `start`.
 bool Append(Program q, int32_t start, size_t k, Program* out, std::string* err) {
@@ -129,11 +142,16 @@ bool BuildPhases(const json& spec, const std::string& default_name, const BuildP
       return false;
     }
     if (!last) start += it->get<int64_t>();
+    if (Instructions(merged) > kMaxInstructions) {
+      *err = field + ": the phases up to this one hold more than " + std::to_string(kMaxInstructions) +
+             " instructions; make them smaller or fewer";
+      return false;
+    }
   }
   merged.name = spec.value("name", default_name.empty() ? std::string("phases-workload") : default_name);
   std::string why;
   if (!Validate(merged, &why)) {
-    *err = "the merged phases are not a valid program: " + why;
+    *err = "internal error: the merged phases are not a valid program: " + why;
     return false;
   }
   *out = std::move(merged);

@@ -14,6 +14,7 @@ if [ "${1:-}" = --violation ]; then violation=1; shift; fi
 src=$1
 build=$2
 stages="util trace graph pack device apply online model search"
+[ -f "$build/libemo_mip.a" ] && stages="$stages mip"  # the search's MIP reference, built where GLPK is found
 
 # Files under $1 that name the simulator outside the allowed places (comments stripped).
 check_sources() {

@@ -17,17 +17,18 @@ struct PackedGraph {
   Packing p;
 };
 
-// Node 0 is a CPU call of duration dur[0] anchored at 0; nodes 1.. are kernels of duration dur[i]
-// on stream[i] (rank 0), each with the edges `edges` (from, to) besides the launch edge from 0.
-// Every kernel is a pack; observed times are the replay's.
+// Node 0 is a CPU call of duration dur[0] anchored at 0 (rank 0); nodes 1.. are kernels of duration
+// dur[i] on stream[i] of GPU rank[i] (empty: all rank 0), each with the edges `edges` (from, to)
+// besides the launch edge from 0. Every kernel is a pack; observed times are the replay's.
 inline PackedGraph Packed(const std::vector<double>& dur, const std::vector<int64_t>& stream,
-                          std::vector<std::pair<uint32_t, uint32_t>> edges) {
+                          std::vector<std::pair<uint32_t, uint32_t>> edges, std::vector<int32_t> rank = {}) {
   PackedGraph pg;
   Graph& g = pg.g;
   const size_t n = dur.size();
   g.kind.assign(n, NodeKind::kKernel);
   g.kind[0] = NodeKind::kCpuCall;
-  g.rank.assign(n, 0);
+  if (rank.empty()) rank.assign(n, 0);
+  g.rank = rank;
   g.lane = stream;
   g.name.assign(n, 0);
   g.source.assign(n, -1);
@@ -58,7 +59,7 @@ inline PackedGraph Packed(const std::vector<double>& dur, const std::vector<int6
     p.pack_of[v] = static_cast<uint32_t>(p.rank.size());
     p.members.push_back(v);
     p.member_begin.push_back(static_cast<uint32_t>(p.members.size()));
-    p.rank.push_back(0);
+    p.rank.push_back(rank[v]);
     p.stream.push_back(stream[v]);
     p.start_ns.push_back(g.observed_start[v]);
     p.end_ns.push_back(g.observed_end[v]);

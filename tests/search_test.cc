@@ -6,70 +6,18 @@
 
 #include <cmath>
 
-#include "packed_graph.h"
+#include "search_instances.h"
 
 namespace emo {
 namespace {
 
-// Stream 1: kernels 1 (30 ms) then 2 (30 ms); stream 2: kernels 3 (20 ms) then 4 (15 ms), beside
-// them. Pack p at clock f: T = t0 (1500 / f)^a_p, P = 40 + 260 (f / 1500)^2 W. Idle 40-50 W.
-struct Instance {
-  PackedGraph pg = Packed({1e3, 30e6, 30e6, 20e6, 15e6}, {-1, 1, 1, 2, 2}, {{1, 2}, {3, 4}});
-  Predictor pred;
-  Instance() {
-    PredictorInput in;
-    in.graph = &pg.g;
-    in.packing = &pg.p;
-    in.clocks_mhz = {600, 900, 1200, 1500};
-    in.default_clock = 3;
-    const double a[] = {0.9, 0.6, 0.9, 0.3};
-    double e0 = 0;
-    for (size_t p = 0; p < 4; ++p)
-      for (int f : in.clocks_mhz) {
-        const double r = f / 1500.0, t = pg.p.busy_ns[p] * 1e-9 * std::pow(1 / r, a[p]);
-        in.pack_time_s.push_back(t);
-        in.pack_energy_j.push_back((40 + 260 * r * r) * t);
-        if (f == 1500) e0 += (40 + 260 * r * r) * t;
-      }
-    in.idle_power_w = {40, 42, 45, 50};
-    in.measured_energy_j = {e0};
-    std::string err;
-    EXPECT_TRUE(pred.Init(in, &err)) << err;
-  }
-};
-
-// Every assignment of the 4 clocks to the change points, landing where the clock changes (no
-// latency): the least energy whose end is within the budget.
-double Exhaustive(Predictor& pred, double grid_ns, double budget, double* end) {
-  std::vector<double> points;
-  for (double t = 0; t < pred.period_ns(); t += grid_ns) points.push_back(t);
-  const int nc = pred.clocks();
-  size_t combos = 1;
-  for (size_t i = 0; i < points.size(); ++i) combos *= nc;
-  double best = 1e300;
-  for (size_t k = 0; k < combos; ++k) {
-    std::vector<Landing> l;
-    size_t x = k;
-    for (double t : points) {
-      const int c = static_cast<int>(x % nc);
-      x /= nc;
-      if (l.empty() || l.back().clock != c) l.push_back({t, c});
-    }
-    const Predictor::Result r = pred.Run({l});
-    if (r.end_ns <= pred.base().end_ns * (1 + budget) && r.energy_j < best) {
-      best = r.energy_j;
-      *end = r.end_ns;
-    }
-  }
-  return best;
-}
-
 TEST(Search, WithinThreePercentOfTheExhaustiveOptimum) {
   for (double budget : {0.0, 0.05, 0.2, 0.5}) {
     SCOPED_TRACE(budget);
-    Instance inst;
+    TinyInstance inst;
+    ASSERT_EQ(inst.err, "");
     double exact_end = 0;
-    const double exact = Exhaustive(inst.pred, 10e6, budget, &exact_end);
+    const double exact = Exhaustive(inst.pred, 10e6, budget, 0, &exact_end);
     SearchOptions o;
     o.budget = budget;
     o.grid_ms = 10;
@@ -94,7 +42,7 @@ TEST(Search, WithinThreePercentOfTheExhaustiveOptimum) {
 
 // With a budget of 0 the clock can drop only where it delays nothing.
 TEST(Search, ZeroBudgetNeverSlowsThePrediction) {
-  Instance inst;
+  TinyInstance inst;
   SearchOptions o;
   o.budget = 0;
   o.grid_ms = 5;
@@ -108,7 +56,7 @@ TEST(Search, ZeroBudgetNeverSlowsThePrediction) {
 // The latency's spread is taken at its worse end: a schedule searched with jitter, replayed with
 // its landings moved that way, stays within the budget.
 TEST(Search, JitterIsTakenAtItsWorseEnd) {
-  Instance inst;
+  TinyInstance inst;
   SearchOptions o;
   o.budget = 0.1;
   o.grid_ms = 10;
@@ -127,7 +75,7 @@ TEST(Search, JitterIsTakenAtItsWorseEnd) {
 }
 
 TEST(Search, RefusesBadOptions) {
-  Instance inst;
+  TinyInstance inst;
   SearchResult r;
   std::string err;
   SearchOptions o;

@@ -84,6 +84,15 @@ class Predictor {
   // had to be clamped to [kMinEnergyScale, kMaxEnergyScale] (model and measurement disagree widely).
   const std::vector<double>& energy_scale() const { return energy_scale_; }
   const std::vector<char>& energy_scale_clamped() const { return scale_clamped_; }
+  // What the pass is built from, for a reference that restates it (search/mip_reference.h): the
+  // input; per iteration its marker node (kNoPred: none) and the marker's offset from the
+  // iteration's start; per node its iteration (-1: before the first); per GPU the union of its
+  // packs' spans at default clocks (ns).
+  const PredictorInput& input() const { return in_; }
+  const std::vector<uint32_t>& marker_node() const { return marker_node_; }
+  const std::vector<double>& marker_offset_ns() const { return marker_offset_ns_; }
+  const std::vector<int32_t>& node_iteration() const { return node_iteration_; }
+  const std::vector<double>& pack_union_ns() const { return pack_union_ns_; }
 
  private:
   int ClockAt(int gpu, int iteration, double start_ns, const Schedule& s) const;

@@ -1,0 +1,192 @@
+// search_mip_test.cc — the MIP reference (search/mip_reference.h) against exhaustive enumeration and
+// a hand-computed optimum, and the dynamic program against it: never below the exact optimum, and
+// within 3 % of its energy on small instances except where listed (the DP misses there).
+#include "search/mip_reference.h"
+
+#include <gtest/gtest.h>
+
+#include "search_instances.h"
+
+namespace emo {
+namespace {
+
+// What the DP must be given for the program to be exact: no jitter, changes allowed at every point.
+SearchOptions ExactOptions(double budget, double grid_ms, double latency_ms) {
+  SearchOptions o;
+  o.budget = budget;
+  o.grid_ms = grid_ms;
+  o.min_interval_ms = 0;
+  o.dvfs_latency_ms = latency_ms;
+  o.dvfs_jitter_ms = 0;
+  return o;
+}
+
+// (a) The tiny instance of search_test.cc, 4 clocks ^ 7 points: the program's optimum is the
+// exhaustive one, with and without a DVFS latency (which moves the first landing to 5 ms), and its
+// schedule predicts what it says.
+TEST(SearchMip, EqualsExhaustiveEnumeration) {
+  for (double latency_ms : {0.0, 5.0})
+    for (double budget : {0.0, 0.05, 0.2, 0.5}) {
+      SCOPED_TRACE(testing::Message() << "budget " << budget << ", latency " << latency_ms << " ms");
+      TinyInstance inst;
+      ASSERT_EQ(inst.err, "");
+      double exact_end = 0;
+      const double exact = Exhaustive(inst.pred, 10e6, budget, latency_ms * 1e6, &exact_end);
+      MipResult m;
+      std::string err;
+      ASSERT_TRUE(SolveMip(inst.pred, ExactOptions(budget, 10, latency_ms), 60, &m, &err)) << err;
+      EXPECT_TRUE(m.exact);
+      EXPECT_EQ(m.points, 7);
+      EXPECT_LE(m.energy_j, exact * (1 + 1e-9));  // the solver's arithmetic
+      EXPECT_NEAR(m.energy_j, exact, 1e-7 * exact);
+      EXPECT_NEAR(m.replayed.energy_j, m.energy_j, 1e-7 * exact);
+      EXPECT_LE(m.replayed.end_ns, inst.pred.base().end_ns * (1 + budget) + 1e-3);
+    }
+}
+
+// Two GPUs, each its own group, 3 points each (4 ^ 6 assignments): the per-GPU idle terms, the
+// cross-GPU waits and the groups are restated right.
+TEST(SearchMip, EqualsExhaustiveEnumerationOnTwoGpus) {
+  for (uint32_t seed : {3u, 4u, 5u}) {
+    RandomInstance inst(seed, 7);
+    ASSERT_EQ(inst.err, "");
+    ASSERT_EQ(inst.pred.gpus(), 2);
+    const double grid_ms = std::ceil(inst.pred.period_ns() / 3 * 1e-6);
+    for (double budget : {0.0, 0.1}) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << ", budget " << budget);
+      double exact_end = 0;
+      const double exact = Exhaustive(inst.pred, grid_ms * 1e6, budget, 0, &exact_end);
+      MipResult m;
+      std::string err;
+      ASSERT_TRUE(SolveMip(inst.pred, ExactOptions(budget, grid_ms, 0), 60, &m, &err)) << err;
+      EXPECT_EQ(m.points, 6);
+      EXPECT_LE(m.energy_j, exact * (1 + 1e-9));  // the solver's arithmetic
+      EXPECT_NEAR(m.energy_j, exact, 1e-7 * exact);
+      EXPECT_NEAR(m.replayed.energy_j, m.energy_j, 1e-7 * exact);
+    }
+  }
+}
+
+// (b) By hand. A 1 ms CPU call launches A then B on one stream. Clocks 1000 and 2000 MHz (default),
+// idle 30 and 50 W:
+//   A: 20 ms, 2 J at 1000; 10 ms, 3 J at 2000 (compute-bound)
+//   B: 12 ms, 0.9 J at 1000; 10 ms, 1.5 J at 2000 (memory-bound)
+//   0    1          11         21 ms        default: end 21 ms; measured 4.55 J, so the factor k = 1
+//   |CPU|---- A ----|---- B ----|
+// Points at 0, 10 and 20 ms (period 21) hold for 10, 10 and 1 ms of it (ω = 10/21, 10/21, 1/21; the
+// last also before the first landing, 0 ms). A starts at 1 ms under point 0's clock; B under point
+// 1's if A ran fast (starts at 11), point 2's if slow (at 21). Always end − busy = 1 ms (the CPU
+// call), so the idle energy is 1 ms × P̄ = Σ_j ω_j P_idle(x_j) / 1000 J.
+//   budget 0:    A, B fast; x0 = x1 = 2000, x2 = 1000 (idle only): 4.5 + (500 + 500 + 30) / 21000 J.
+//   budget 0.1:  (end ≤ 23.1 ms) A fast, B slow (end 23): x1 = x2 = 1000: 3.9 + (500 + 300 + 30) / 21000.
+//   budget 0.6:  (end ≤ 33.6 ms) A slow (ends at 21), then B slow under x2 (end 33), all at 1000:
+//                2.9 + 630 / 21000 = 2.93 J (A fast, B slow: 3.9395 J; A slow, B fast: 3.531 J).
+TEST(SearchMip, HandComputedOptimum) {
+  PackedGraph pg = Chain({1e6, 10e6, 10e6});
+  PredictorInput in;
+  in.graph = &pg.g;
+  in.packing = &pg.p;
+  in.clocks_mhz = {1000, 2000};
+  in.default_clock = 1;
+  in.pack_time_s = {0.020, 0.010, 0.012, 0.010};
+  in.pack_energy_j = {2, 3, 0.9, 1.5};
+  in.idle_power_w = {30, 50};
+  in.measured_energy_j = {4.55};
+  Predictor pred;
+  std::string err;
+  ASSERT_TRUE(pred.Init(in, &err)) << err;
+  ASSERT_NEAR(pred.energy_scale()[0], 1, 1e-12);
+  ASSERT_NEAR(pred.period_ns(), 21e6, 1e-3);
+  const struct {
+    double budget, energy_j;
+    std::vector<Landing> landings;
+  } cases[] = {
+      {0, 4.5 + 1030 / 21000.0, {{0, 1}, {20e6, 0}}},
+      {0.1, 3.9 + 830 / 21000.0, {{0, 1}, {10e6, 0}}},
+      {0.6, 2.93, {{0, 0}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.budget);
+    MipResult m;
+    ASSERT_TRUE(SolveMip(pred, ExactOptions(c.budget, 10, 0), 60, &m, &err)) << err;
+    EXPECT_NEAR(m.energy_j, c.energy_j, 1e-9);
+    ASSERT_EQ(m.schedule.size(), 1u);
+    ASSERT_EQ(m.schedule[0].size(), c.landings.size());
+    for (size_t i = 0; i < c.landings.size(); ++i) {
+      EXPECT_NEAR(m.schedule[0][i].t_ns, c.landings[i].t_ns, 1e-3);
+      EXPECT_EQ(m.schedule[0][i].clock, c.landings[i].clock);
+    }
+    EXPECT_NEAR(m.replayed.energy_j, c.energy_j, 1e-9);
+  }
+}
+
+// (c) Random two-GPU instances, 6-12 packs, 5-6 points per GPU (4 ^ 10 and more assignments): the
+// DP never beats the exact optimum (it searches the same space under the same model), and its
+// predicted energy is within 3 % of it (the target) on all but the instances listed: there
+// the DP, as it stands (default max_states, step), misses the target, by 3.5, 3.7, 5.1 and 5.7 %
+// when this was written (a DP keeping 256 states misses similarly on such instances: its states are
+// judged by delay with the later points at one clock, so what it prunes can still win later). They
+// are held to 6 % so that a regression shows; search_gap reports the gap over more instances.
+TEST(SearchMip, SearchWithinThreePercentOfTheOptimum) {
+  const struct {
+    uint32_t seed;
+    double budget;
+  } known_misses[] = {{2, 0}, {2, 0.02}, {2, 0.05}, {3, 0.2}};
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    RandomInstance inst(seed, 6 + 2 * static_cast<int>(seed - 1));
+    ASSERT_EQ(inst.err, "");
+    const double grid_ms = std::ceil(inst.pred.period_ns() / 5 * 1e-6);
+    for (double budget : {0.0, 0.02, 0.05, 0.2}) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << ", budget " << budget);
+      const SearchOptions o = ExactOptions(budget, grid_ms, 0);
+      MipResult m;
+      SearchResult r;
+      std::string err;
+      ASSERT_TRUE(SolveMip(inst.pred, o, 120, &m, &err)) << err;
+      ASSERT_TRUE(Search(inst.pred, o, &r, &err)) << err;
+      EXPECT_NEAR(m.replayed.energy_j, m.energy_j, 1e-7 * m.energy_j);
+      EXPECT_LE(m.replayed.end_ns, inst.pred.base().end_ns * (1 + budget) + 1e-3);
+      EXPECT_GE(r.predicted.energy_j, m.energy_j * (1 - 1e-9));
+      bool known_miss = false;
+      for (const auto& k : known_misses) known_miss |= k.seed == seed && k.budget == budget;
+      EXPECT_LE(r.predicted.energy_j, m.energy_j * (known_miss ? 1.06 : 1.03));
+    }
+  }
+}
+
+// With changes at least two grid steps apart, the program drops that rule: a lower bound, still
+// never above what the DP finds under it.
+TEST(SearchMip, MinimumIntervalMakesItABound) {
+  RandomInstance inst(7, 8);
+  ASSERT_EQ(inst.err, "");
+  const double grid_ms = std::ceil(inst.pred.period_ns() / 6 * 1e-6);
+  SearchOptions o = ExactOptions(0.1, grid_ms, 0);
+  o.min_interval_ms = 2 * grid_ms;
+  MipResult m;
+  SearchResult r;
+  std::string err;
+  ASSERT_TRUE(SolveMip(inst.pred, o, 60, &m, &err)) << err;
+  ASSERT_TRUE(Search(inst.pred, o, &r, &err)) << err;
+  EXPECT_FALSE(m.exact);
+  EXPECT_LE(m.energy_j, r.predicted.energy_j + 1e-9);
+}
+
+TEST(SearchMip, RefusesJitterAndBadOptions) {
+  TinyInstance inst;
+  ASSERT_EQ(inst.err, "");
+  MipResult m;
+  std::string err;
+  SearchOptions o = ExactOptions(0.05, 10, 0);
+  o.dvfs_jitter_ms = 5;
+  EXPECT_FALSE(SolveMip(inst.pred, o, 10, &m, &err));
+  EXPECT_NE(err.find("jitter"), std::string::npos) << err;
+  o = ExactOptions(-1, 10, 0);
+  EXPECT_FALSE(SolveMip(inst.pred, o, 10, &m, &err));
+  o = ExactOptions(0.05, 10, 0);
+  o.group = {0, 0};
+  EXPECT_FALSE(SolveMip(inst.pred, o, 10, &m, &err));
+  EXPECT_NE(err.find("groups"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace emo

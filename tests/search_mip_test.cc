@@ -1,6 +1,6 @@
 // search_mip_test.cc — the MIP reference (search/mip_reference.h) against exhaustive enumeration and
 // a hand-computed optimum, and the dynamic program against it: never below the exact optimum, and
-// within 3 % of its energy on small instances except where listed (the DP misses there).
+// within 3 % of its energy on small instances.
 #include "search/mip_reference.h"
 
 #include <gtest/gtest.h>
@@ -121,17 +121,12 @@ TEST(SearchMip, HandComputedOptimum) {
 }
 
 // (c) Random two-GPU instances, 6-12 packs, 5-6 points per GPU (4 ^ 10 and more assignments): the
-// DP never beats the exact optimum (it searches the same space under the same model), and its
-// predicted energy is within 3 % of it (the target) on all but the instances listed: there
-// the DP, as it stands (default max_states, step), misses the target, by 3.5, 3.7, 5.1 and 5.7 %
-// when this was written (a DP keeping 256 states misses similarly on such instances: its states are
-// judged by delay with the later points at one clock, so what it prunes can still win later). They
-// are held to 6 % so that a regression shows; search_gap reports the gap over more instances.
+// search never beats the exact optimum (it searches the same space under the same model), and its
+// predicted energy is within 3 % of it (the target). The DP alone missed it on four of these
+// (by 3.5 to 5.7 %: its states are judged by delay with the later points at one clock, so what it
+// prunes can still win later); the local search after it (Refine in dp_search.cc) brings all 16
+// within 1.7 %. search_gap reports the gap over more instances.
 TEST(SearchMip, SearchWithinThreePercentOfTheOptimum) {
-  const struct {
-    uint32_t seed;
-    double budget;
-  } known_misses[] = {{2, 0}, {2, 0.02}, {2, 0.05}, {3, 0.2}};
   for (uint32_t seed = 1; seed <= 4; ++seed) {
     RandomInstance inst(seed, 6 + 2 * static_cast<int>(seed - 1));
     ASSERT_EQ(inst.err, "");
@@ -147,9 +142,7 @@ TEST(SearchMip, SearchWithinThreePercentOfTheOptimum) {
       EXPECT_NEAR(m.replayed.energy_j, m.energy_j, 1e-7 * m.energy_j);
       EXPECT_LE(m.replayed.end_ns, inst.pred.base().end_ns * (1 + budget) + 1e-3);
       EXPECT_GE(r.predicted.energy_j, m.energy_j * (1 - 1e-9));
-      bool known_miss = false;
-      for (const auto& k : known_misses) known_miss |= k.seed == seed && k.budget == budget;
-      EXPECT_LE(r.predicted.energy_j, m.energy_j * (known_miss ? 1.06 : 1.03));
+      EXPECT_LE(r.predicted.energy_j, m.energy_j * 1.03);
     }
   }
 }

@@ -116,6 +116,58 @@ State RunDp(Predictor& predictor, const SearchOptions& opt, const std::vector<Po
   return out;
 }
 
+// The DP keeps a few states per point, compared with the points after it still at one clock, so it
+// can prune the state that would have been best. A local search repairs some of that: each point in
+// turn takes each candidate clock, and a change is kept when the prediction uses less energy within
+// the budget and the group's changes stay min_interval apart; sweeps repeat while one improves (at
+// most kRefineSweeps).
+inline constexpr int kRefineSweeps = 3;
+
+bool Spaced(const std::vector<Point>& points, const std::vector<int>& clock, int groups, double eps_ns) {
+  for (int g = 0; g < groups; ++g) {
+    int prev = -1;
+    double last_change = -1e300;
+    for (size_t j = 0; j < points.size(); ++j) {
+      if (points[j].group != g) continue;
+      if (prev >= 0 && clock[j] != prev) {
+        if (points[j].t_ns - last_change < eps_ns) return false;
+        last_change = points[j].t_ns;
+      }
+      prev = clock[j];
+    }
+  }
+  return true;
+}
+
+void Refine(Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
+            const std::vector<int>& group, int groups, const std::vector<int>& cand, State* best,
+            int64_t* evaluations) {
+  const double limit_ns = predictor.base().end_ns * (1 + opt.budget);
+  const double latency_ns = opt.dvfs_latency_ms * 1e6, jitter_ns = opt.dvfs_jitter_ms * 1e6;
+  const double eps_ns = opt.min_interval_ms * 1e6;
+  const int dc = predictor.default_clock();
+  if (best->clock.size() != points.size()) best->clock.assign(points.size(), dc);  // the default clocks
+  for (int sweep = 0; sweep < kRefineSweeps; ++sweep) {
+    bool improved = false;
+    for (size_t j = 0; j < points.size(); ++j)
+      for (int c : cand) {
+        if (c == best->clock[j]) continue;
+        std::vector<int> clock = best->clock;
+        clock[j] = c;
+        if (!Spaced(points, clock, groups, eps_ns)) continue;
+        ++*evaluations;
+        const Predictor::Result r =
+            predictor.Run(ScheduleOf(points, clock, dc, group, groups, dc, latency_ns, jitter_ns));
+        if (r.end_ns <= limit_ns && r.energy_j < best->result.energy_j * (1 - 1e-12)) {
+          best->clock = std::move(clock);
+          best->result = r;
+          improved = true;
+        }
+      }
+    if (!improved) return;
+  }
+}
+
 }  // namespace
 
 bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, std::string* err) {
@@ -174,6 +226,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
     State other = RunDp(predictor, opt, points, group, groups, cand, best_static, &out->evaluations);
     if (other.result.energy_j < best.result.energy_j) best = std::move(other);
   }
+  Refine(predictor, opt, points, group, groups, cand, &best, &out->evaluations);
   out->schedule = ScheduleOf(points, best.clock, dc, group, groups, dc, latency_ns, 0);
   out->predicted = best.result;
   out->best_static = best_static == dc ? -1 : best_static;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "apply/policy_player.h"
+
 namespace emo {
 namespace {
 
@@ -70,15 +72,10 @@ bool AdaptivePlayer::ResetClocks() {
   ++generation_;
   if (!changed_) return true;
   changed_ = false;
-  bool ok = true;
-  for (const auto& g : policy_.gpus) {
-    std::string err;
-    if (!g.changes.empty() && !gpus_->ResetClock(g.gpu, &err)) {
-      Fail(err);
-      ok = false;
-    }
-  }
-  return ok;
+  std::string err;
+  if (ResetPolicyClocks(policy_, gpus_, &err)) return true;
+  Fail(err);
+  return false;
 }
 
 void AdaptivePlayer::Play(double now_ns) {

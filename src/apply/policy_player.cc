@@ -33,16 +33,23 @@ void PolicyPlayer::OnIterationStart(int /*iteration*/, double now_ns) {
   }
 }
 
-bool PolicyPlayer::ResetClocks() {
+bool ResetPolicyClocks(const FrequencyPolicy& policy, GpuControl* gpus, std::string* err) {
   bool ok = true;
-  for (const auto& g : policy_.gpus) {
-    std::string err;
-    if (!g.changes.empty() && !gpus_->ResetClock(g.gpu, &err)) {
-      Fail(err);
+  for (const auto& g : policy.gpus) {
+    std::string e;
+    if (!g.changes.empty() && !gpus->ResetClock(g.gpu, &e) && ok) {
+      *err = e;
       ok = false;
     }
   }
   return ok;
+}
+
+bool PolicyPlayer::ResetClocks() {
+  std::string err;
+  if (ResetPolicyClocks(policy_, gpus_, &err)) return true;
+  Fail(err);
+  return false;
 }
 
 void PolicyPlayer::Finish() {

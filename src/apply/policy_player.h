@@ -17,6 +17,10 @@
 
 namespace emo {
 
+// Unlocks the clock of every GPU `policy` changes. False with *err, the first refusal (the other
+// GPUs are still reset).
+bool ResetPolicyClocks(const FrequencyPolicy& policy, GpuControl* gpus, std::string* err);
+
 class PolicyPlayer : public Controller {
  public:
   PolicyPlayer(const FrequencyPolicy& policy, GpuControl* gpus) : policy_(policy), gpus_(gpus) {}

@@ -90,6 +90,13 @@ if [ -d "$workloads" ]; then
   check "emo gpoeo train writes the models" bash -c "test -s '$tmp/gm/energy.json' && test -s '$tmp/gm/time.json' && grep -q eval_mape_time_pct '$tmp/gm/meta.json'"
   "$emo" gpoeo train --device cuda:0 -o "$tmp/gm2" >/dev/null 2>"$tmp/err"; rc=$?
   check "emo gpoeo train on hardware says it is not supported yet" bash -c "test $rc -eq 1 && grep -q 'only simulated' '$tmp/err'"
+  "$emo" sim --workload "$workloads/tp2-gpt3-1.3b-batch2-then-8-a100.json" --iterations 130 --adapt 5 \
+    --measure "$tmp/ad.json" >"$tmp/ad.out" 2>&1
+  check "sim --adapt plans twice across the phase change and says so" python3 -c \
+    "import json,sys; p=json.load(open('$tmp/ad.json'))['adapt']['plans']; sys.exit(0 if len(p) == 2 and all(x['ok'] for x in p) and 100 < p[0]['drift_at_iteration'] <= 104 and p[1]['window_first_iteration'] > 100 else 1)"
+  check "sim --adapt prints its plans" grep -q "planned from iterations" "$tmp/ad.out"
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --adapt 5 --controller geepafs >/dev/null 2>"$tmp/err"; rc=$?
+  check "sim --adapt with a controller exits 1" bash -c "test $rc -eq 1 && grep -q 'plays its own policies' '$tmp/err'"
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --controller gpu-burner >/dev/null 2>"$tmp/err"; rc=$?
   check "unknown controller exits 1 naming it" bash -c "test $rc -eq 1 && grep -q 'gpu-burner' '$tmp/err'"
   printf '{"kind": "tp", "device": "a100", "model": {"layers": -1}}' >"$tmp/bad-spec.json"

@@ -34,6 +34,8 @@ nlohmann::ordered_json AdaptJson(const AdaptivePlayer& player) {
                      {"planned_at_iteration", p.planned_at},
                      {"ok", p.ok},
                      {"error", p.ok ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.error)},
+                     {"budgets_searched", p.searched},
+                     {"slowdowns_measured", p.measured},
                      {"reference_ms", p.reference_ms},
                      {"guard_tripped_at_iteration", iteration(p.guard_tripped_at)},
                      {"drift_at_iteration", iteration(p.drift_at)}});

@@ -121,28 +121,40 @@ TEST(SearchMip, HandComputedOptimum) {
 }
 
 // (c) Random two-GPU instances, 6-12 packs, 5-6 points per GPU (4 ^ 10 and more assignments): the
-// search never beats the exact optimum (it searches the same space under the same model), and its
-// predicted energy is within 3 % of it (the target). The DP alone missed it on four of these
-// (by 3.5 to 5.7 %: its states are judged by delay with the later points at one clock, so what it
-// prunes can still win later); the local search after it (Refine in dp_search.cc) brings all 16
-// within 1.7 %. search_gap reports the gap over more instances.
+// search never beats the exact optimum (it searches the same space under the same model). With
+// its local search (SearchOptions::local_search) its predicted energy is within 3 % of the optimum
+// on all 16 (the target; 1.7 % at most when this was written). The DP alone, the default,
+// misses 3 % on the four listed (by 3.5 to 5.7 %: its states are judged by delay with the later
+// points at one clock, so what it prunes can still win later); they are held to 6 % so that a
+// regression shows. search_gap reports the gap over more instances.
 TEST(SearchMip, SearchWithinThreePercentOfTheOptimum) {
+  const struct {
+    uint32_t seed;
+    double budget;
+  } dp_misses[] = {{2, 0}, {2, 0.02}, {2, 0.05}, {3, 0.2}};
   for (uint32_t seed = 1; seed <= 4; ++seed) {
     RandomInstance inst(seed, 6 + 2 * static_cast<int>(seed - 1));
     ASSERT_EQ(inst.err, "");
     const double grid_ms = std::ceil(inst.pred.period_ns() / 5 * 1e-6);
     for (double budget : {0.0, 0.02, 0.05, 0.2}) {
       SCOPED_TRACE(testing::Message() << "seed " << seed << ", budget " << budget);
-      const SearchOptions o = ExactOptions(budget, grid_ms, 0);
+      SearchOptions o = ExactOptions(budget, grid_ms, 0);
       MipResult m;
-      SearchResult r;
+      SearchResult dp, refined;
       std::string err;
       ASSERT_TRUE(SolveMip(inst.pred, o, 120, &m, &err)) << err;
-      ASSERT_TRUE(Search(inst.pred, o, &r, &err)) << err;
+      ASSERT_TRUE(Search(inst.pred, o, &dp, &err)) << err;
+      o.local_search = true;
+      ASSERT_TRUE(Search(inst.pred, o, &refined, &err)) << err;
       EXPECT_NEAR(m.replayed.energy_j, m.energy_j, 1e-7 * m.energy_j);
       EXPECT_LE(m.replayed.end_ns, inst.pred.base().end_ns * (1 + budget) + 1e-3);
-      EXPECT_GE(r.predicted.energy_j, m.energy_j * (1 - 1e-9));
-      EXPECT_LE(r.predicted.energy_j, m.energy_j * 1.03);
+      EXPECT_GE(dp.predicted.energy_j, m.energy_j * (1 - 1e-9));
+      EXPECT_GE(refined.predicted.energy_j, m.energy_j * (1 - 1e-9));
+      EXPECT_LE(refined.predicted.energy_j, dp.predicted.energy_j);
+      EXPECT_LE(refined.predicted.energy_j, m.energy_j * 1.03);
+      bool dp_miss = false;
+      for (const auto& k : dp_misses) dp_miss |= k.seed == seed && k.budget == budget;
+      EXPECT_LE(dp.predicted.energy_j, m.energy_j * (dp_miss ? 1.06 : 1.03));
     }
   }
 }

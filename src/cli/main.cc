@@ -201,6 +201,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(2, 1000));
   o->add_option("--max-states", opt.max_states, "states the search keeps per change point")
       ->check(CLI::Range(1, 10000));
+  o->add_flag("--local-search", opt.local_search,
+              "after the search, try each change point at each clock (closer to the model's optimum; measured "
+              "worse on the simulated bench, see the README)");
   o->add_option("--pack-ms", opt.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
   o->add_option("--json", opt.json, "write the results as JSON to a file ('-': stdout)");
 

@@ -40,6 +40,7 @@ SearchOptions SearchOptionsOf(const OptimizeOptions& opt, const Graph& g, int gp
   so.group = ReplicaGroups(g, gpus);
   so.max_candidates = opt.max_clocks;
   so.max_states = opt.max_states;
+  so.local_search = opt.local_search;
   return so;
 }
 

@@ -28,11 +28,12 @@ struct OptimizeOptions {
   double step_ms = 0;  // budget discretisation; 0: automatic
   double dvfs_latency_ms = 10;
   double dvfs_jitter_ms = 5;
-  int max_clocks = 12;       // candidate clocks of the search
-  int max_states = 8;        // states kept per change point
-  double pack_ms = 5;        // packing's Δmax
-  int trace_iterations = 4;  // iterations traced at default clocks
-  uint64_t seed = 1;         // of the traced run; measurements use the next seeds
+  int max_clocks = 12;        // candidate clocks of the search
+  int max_states = 8;         // states kept per change point
+  bool local_search = false;  // SearchOptions::local_search
+  double pack_ms = 5;         // packing's Δmax
+  int trace_iterations = 4;   // iterations traced at default clocks
+  uint64_t seed = 1;          // of the traced run; measurements use the next seeds
   bool measure = false;
   int seeds = 3;       // measurement seeds
   int iterations = 0;  // per measured run, the first a warm-up; 0: enough for an 8 s window

@@ -220,7 +220,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
     State other = RunDp(predictor, opt, points, group, groups, cand, best_static, &out->evaluations);
     if (other.result.energy_j < best.result.energy_j) best = std::move(other);
   }
-  Refine(predictor, opt, points, group, groups, cand, &best, &out->evaluations);
+  if (opt.local_search) Refine(predictor, opt, points, group, groups, cand, &best, &out->evaluations);
   out->schedule = ScheduleOf(points, best.clock, dc, group, groups, dc, latency_ns, 0);
   out->predicted = best.result;
   out->best_static = best_static == dc ? -1 : best_static;

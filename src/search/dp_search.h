@@ -45,6 +45,10 @@ struct SearchOptions {
   // Without candidates: the clocks from the predictor's LowestUsefulClock up, thinned evenly to
   // at most this many (the default clock always among them).
   int max_candidates = 12;
+  // After the DP, one sweep of local search (dp_search.cc: Refine): closer to the model's optimum
+  // (bench/search_gap.cc), but off by default, since on `emo bench` its schedules measured worse
+  // (they spend the predicted slack to the last bit, and the model's error then shows).
+  bool local_search = false;
 };
 
 struct SearchResult {

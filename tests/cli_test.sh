@@ -255,9 +255,13 @@ if [ -n "$fake_nvml" ]; then
   check "calibrate --device cuda:x is refused" bash -c "test $? -eq 1 && grep -q 'expected cuda:N' '$tmp/err'"
   EMO_NVML_LIBRARY="$fake_nvml" "$emo" calibrate --device cuda:9 -o "$tmp/cal.json" >/dev/null 2>"$tmp/err"
   check "calibrate --device cuda:9 names the missing GPU" bash -c "test $? -eq 1 && grep -q 'no GPU 9 (NVML lists 2)' '$tmp/err'"
+  CUDA_VISIBLE_DEVICES=1 EMO_NVML_LIBRARY="$fake_nvml" "$emo" calibrate --device cuda:1 -o "$tmp/cal.json" \
+    >/dev/null 2>"$tmp/err"
+  check "under CUDA_VISIBLE_DEVICES, cuda:N counts the GPUs it names" bash -c \
+    "test $? -eq 1 && grep -q 'no GPU 1 (CUDA_VISIBLE_DEVICES names 1)' '$tmp/err'"
   CUDA_VISIBLE_DEVICES=1 EMO_NVML_LIBRARY="$fake_nvml" "$emo" calibrate --device cuda:0 -o "$tmp/cal.json" \
     >/dev/null 2>"$tmp/err"
-  check "calibrate refuses CUDA_VISIBLE_DEVICES" bash -c "test $? -eq 1 && grep -q CUDA_VISIBLE_DEVICES '$tmp/err'"
+  check "and cuda:0 is the machine's GPU it names first" bash -c "test $? -eq 1 && grep -q \"cuda:0 is the machine's GPU 1\" '$tmp/err'"
   rm -f "$tmp/nvml.log"
   EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" calibrate --device cuda:0 -o "$tmp/cal.json" \
     >/dev/null 2>"$tmp/err"

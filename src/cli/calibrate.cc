@@ -42,24 +42,29 @@ bool OpenCuda(const std::string& spec, CudaHost* host, std::string* err) {
   char* end = nullptr;
   const long index = std::strtol(spec.c_str() + 5, &end, 10);
   if (spec.size() <= 5 || *end != '\0' || index < 0) {
-    *err = "--device " + spec + ": expected cuda:N (N the GPU's index as nvidia-smi lists it)";
+    *err = "--device " + spec +
+           ": expected cuda:N (N the GPU's index as nvidia-smi lists it, or within CUDA_VISIBLE_DEVICES)";
     return false;
   }
-  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (visible && *visible) {
-    *err = std::string("CUDA_VISIBLE_DEVICES is set (") + visible +
-           "): cuda:N names nvidia-smi's GPU N, so run emo calibrate without it";
-    return false;
-  }
-  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);  // CUDA's device N is then NVML's GPU N
+  // CUDA's device N is NVML's GPU N in PCI bus order; under CUDA_VISIBLE_DEVICES (a scheduler's
+  // allocation), cuda:N is the Nth GPU it names, as the job would see it.
+  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
   if (!host->watchdog.Start(err)) return false;
   host->nvml = NvmlGpuControl::Open(err);
   if (!host->nvml) return false;
-  if (index >= host->nvml->Count()) {
-    *err = "--device " + spec + ": no GPU " + std::to_string(index) + " (NVML lists " +
-           std::to_string(host->nvml->Count()) + ")";
+  GpuSelection visible;
+  if (!SelectJobGpus("", std::getenv(kCudaVisibleDevicesEnv), "PCI_BUS_ID", InventoryOf(*host->nvml), &visible, err))
+    return false;
+  if (index >= static_cast<long>(visible.gpus.size())) {
+    *err = "--device " + spec + ": no GPU " + std::to_string(index) + " (" +
+           (visible.source == "all" ? "NVML lists " : visible.source + " names ") +
+           std::to_string(visible.gpus.size()) + ")";
     return false;
   }
+  const int base = visible.gpus[static_cast<size_t>(index)];
+  if (visible.source != "all")
+    fmt::print(stderr, "emo calibrate: cuda:{} is the machine's GPU {} ({} {})\n", index, base, host->nvml->Name(base),
+               host->nvml->Uuid(base));
   host->nvml->Watch(&host->watchdog);
   const std::string path = LibraryBesideEmo("EMO_CUDA_LIBRARY", "libemo_cuda.so");
   host->library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -75,7 +80,7 @@ bool OpenCuda(const std::string& spec, CudaHost* host, std::string* err) {
     *err = path + ": no EmoOpenCudaBenchDevice";
     return false;
   }
-  host->gpu = std::make_unique<GpuView>(host->nvml.get(), std::vector<int>{static_cast<int>(index)});
+  host->gpu = std::make_unique<GpuView>(host->nvml.get(), std::vector<int>{base});
   host->device.reset(open(host->gpu.get(), static_cast<int>(index), err));
   return host->device != nullptr;
 }

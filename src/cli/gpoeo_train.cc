@@ -240,8 +240,10 @@ struct ControllerResult {
 
 bool RunController(const Swept& s, const std::string& models_dir, uint64_t seed, ControllerResult* out,
                    std::string* err) {
-  // Detection (≤ ~6 s), 8 probes of ~10 periods, then 30 periods held.
-  const int iterations = static_cast<int>(std::ceil(8 / s.t0_s)) + 8 * 11 + 30;
+  GpoeoOptions o;
+  o.models_dir = models_dir;
+  // The search (periods at lower clocks run up to 15 % longer: a tenth more), then 30 periods held.
+  const int iterations = static_cast<int>(std::ceil(1.1 * GpoeoSearchBoundS(o, s.t0_s) / s.t0_s)) + 30;
   sim::EngineOptions eo;
   eo.iterations = iterations;
   eo.seed = seed;
@@ -249,8 +251,6 @@ bool RunController(const Swept& s, const std::string& models_dir, uint64_t seed,
   sim::Engine e(s.program, eo);
   sim::SimGpuControl gpus(&e);
   sim::SimHost host(&e);
-  GpoeoOptions o;
-  o.models_dir = models_dir;
   Gpoeo c(&gpus, o);
   if (!c.error().empty()) {
     *err = c.error();

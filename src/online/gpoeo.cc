@@ -455,6 +455,13 @@ void Gpoeo::Detect(double now_s) {
     StartProbe(next);
 }
 
+double GpoeoSearchBoundS(const GpoeoOptions& o, double period_s) {
+  constexpr double kDetectBoundS = 8;  // detection settles within about 6 s on a steady period
+  const double probe_s =
+      std::max(period_s, 0.2) + std::max(o.probe_periods * 1.15 * period_s, std::max(kMinProbeS, kMinReferenceS));
+  return kDetectBoundS + (o.max_probes + 1) * probe_s;
+}
+
 void Gpoeo::StartProbe(int clock_index) {
   probe_ = clock_index;
   Lock(clocks_[static_cast<size_t>(clock_index)]);

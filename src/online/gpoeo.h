@@ -57,6 +57,11 @@ struct GpoeoOptions {
 // step, probe-periods, drift.
 bool ParseGpoeoOptions(const MethodOptions& m, GpoeoOptions* out, std::string* err);
 
+// The longest the controller takes, on a steady workload of this period, from its start to the
+// held clock: detection, the reference at the default clock and max_probes probes, each at least
+// 4 s (for sizing the runs that evaluate it).
+double GpoeoSearchBoundS(const GpoeoOptions& o, double period_s);
+
 // The local search over supported clocks (indices into an ascending list), driven by measurements:
 // Next() names the clock to measure, Record() takes its energy and time relative to the default
 // clock. A pattern search: from the predicted clock, try the neighbours `step` clocks away (in the

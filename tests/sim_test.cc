@@ -166,6 +166,133 @@ TEST(SimPhysics, SlowingOffCriticalGpuKeepsIterationTime) {
   EXPECT_LT(slow.energy_j, base.energy_j);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Threads of a real training job (threads in workload.h) as ground truth for the graph's
+// cross-thread inference.
+
+// The API calls a thread's code makes per iteration (what the trace records of it).
+int64_t Calls(const std::vector<Instr>& code, size_t end = SIZE_MAX) {
+  int64_t n = 0;
+  for (size_t i = 0; i < std::min(end, code.size()); ++i)
+    n += code[i].op != Op::kCpu && code[i].op != Op::kRangePush && code[i].op != Op::kRangePop &&
+         code[i].op != Op::kSignal && code[i].op != Op::kWait;
+  return n;
+}
+
+// DDP on one GPU, CPU-bound (100 µs of CPU before every call, kernels of a few µs), with backward
+// on an autograd thread, a poller (cudaStreamQuery every 50 ms: its last poll, at 200 ms, ends the
+// trace long after the last step's work) and a data loader (3 ms of CPU work per batch, no calls).
+// The simulated trace, through Kineto JSON and back, must give:
+// - exactly the program's hand-offs as cross-thread edges: per step, the autograd thread's last
+//   backward call wakes the main thread's first optimizer call, and (from the second step on) the
+//   main thread's last forward call wakes the autograd thread's first backward call. The first
+//   step's hand-off to the autograd thread is not in the trace: that thread's first call starts
+//   its timeline, with no gap before it to be blocked in;
+// - the poller as the only background thread (the loader makes no API call, so the trace has no
+//   event of it);
+// - per steady step, a critical path that runs along the autograd thread through every
+//   backward call and touches no main-thread node while backward runs;
+// - a graph replay within 1 %, and the trace replayed by the simulator (each thread its own, the
+//   hand-offs as host flags) within 1 % of its span.
+TEST(SimThreads, InferredHandOffsAreTheProgramsOwn) {
+  nlohmann::json spec = Spec("dp");
+  spec["parallel"] = nlohmann::json::object();
+  spec["model"] = {{"layers", 2}, {"hidden", 512}, {"heads", 8}, {"seq", 256}, {"batch", 1}, {"vocab", 8000}};
+  spec["cpu"] = {{"launch_gap_us", 100}};
+  spec["threads"] = {{"autograd", true}, {"poll_ms", 50}, {"loader_ms", 3}};
+  const Program p = Build(spec);
+  ASSERT_EQ(p.ranks[0].threads.size(), 4u);  // main, autograd, poller, loader
+  const std::vector<Instr>& main_code = p.ranks[0].threads[0].code;
+  const int64_t M = Calls(main_code), A = Calls(p.ranks[0].threads[1].code);
+  size_t wait_at = 0;
+  while (wait_at < main_code.size() && main_code[wait_at].op != Op::kWait) ++wait_at;
+  const int64_t F = Calls(main_code, wait_at);  // main-thread calls before it blocks in backward
+  ASSERT_GT(A, 20);
+  ASSERT_GT(M, F);
+
+  constexpr int kSteps = 4;
+  EngineOptions o;
+  o.iterations = kSteps;
+  Engine e(p, o);
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  Trace t;
+  std::string json;
+  WriteKinetoJson(e.trace(), 0, &json);
+  ASSERT_TRUE(ParseKinetoJson("rank0.json", json.data(), json.size(), &t, &err)) << err;
+  Graph g;
+  BuildReport rep;
+  ASSERT_TRUE(BuildGraph(t, &g, &rep, &err)) << err;
+  const RankTrace& rt = t.ranks[0];
+
+  // Each thread's calls in order: (tid, ordinal) of every call.
+  std::map<int64_t, std::vector<uint32_t>> by_tid;
+  for (uint32_t i = 0; i < rt.calls.size(); ++i) by_tid[rt.threads[rt.calls[i].thread].tid].push_back(i);
+  std::map<uint32_t, std::pair<int64_t, int64_t>> ordinal;
+  for (auto& [tid, calls] : by_tid) {
+    std::sort(calls.begin(), calls.end(),
+              [&](uint32_t a, uint32_t b) { return rt.calls[a].start_ns < rt.calls[b].start_ns; });
+    for (size_t k = 0; k < calls.size(); ++k) ordinal[calls[k]] = {tid, static_cast<int64_t>(k)};
+  }
+  const int64_t kMain = 1000, kAutograd = 1001, kPoller = 1002;  // the engine's thread ids (rank 0)
+  ASSERT_EQ(by_tid.size(), 3u);                                  // the loader made no call
+  ASSERT_EQ(static_cast<int64_t>(by_tid[kMain].size()), kSteps * M);
+  ASSERT_EQ(static_cast<int64_t>(by_tid[kAutograd].size()), kSteps * A);
+  ASSERT_EQ(static_cast<int64_t>(by_tid[kPoller].size()), kSteps);
+
+  using End = std::pair<int64_t, int64_t>;  // (tid, ordinal)
+  std::set<std::pair<End, End>> truth, inferred;
+  for (int64_t k = 0; k < kSteps; ++k) {
+    truth.insert({{kAutograd, k * A + A - 1}, {kMain, k * M + F}});
+    if (k > 0) truth.insert({{kMain, k * M + F - 1}, {kAutograd, k * A}});
+  }
+  for (uint32_t v = 0; v < g.nodes(); ++v)
+    for (uint32_t k = g.pred_begin[v]; k < g.pred_begin[v + 1]; ++k)
+      if (g.pred_kind[k] == EdgeKind::kCrossThread)
+        inferred.insert(
+            {ordinal.at(static_cast<uint32_t>(g.source[g.pred[k]])), ordinal.at(static_cast<uint32_t>(g.source[v]))});
+  EXPECT_EQ(inferred, truth);
+  EXPECT_EQ(rep.ranks[0].handoffs_inferred, static_cast<int64_t>(truth.size()));
+  EXPECT_EQ(rep.ranks[0].handoffs_dropped, 0);
+  ASSERT_EQ(rep.ranks[0].background.size(), 1u);
+  EXPECT_EQ(rep.ranks[0].background[0].tid, kPoller);
+  EXPECT_EQ(rep.ranks[0].background[0].calls, kSteps);
+
+  const Analysis a = Analyze(t, g);
+  EXPECT_LT(std::fabs(a.total.replay_error), 0.01);
+  ASSERT_EQ(a.iteration_paths.size(), static_cast<size_t>(kSteps));
+  for (const IterationPath& ip : a.iteration_paths) {
+    if (ip.step == 0) continue;  // the first step has no hand-off into backward (above)
+    SCOPED_TRACE("step " + std::to_string(ip.step));
+    const auto& bwd = by_tid[kAutograd];
+    const double first = static_cast<double>(rt.calls[bwd[ip.step * A]].start_ns);
+    const double last = static_cast<double>(rt.calls[bwd[ip.step * A + A - 1]].end_ns);
+    int64_t on_autograd = 0, main_inside = 0;
+    for (uint32_t v : ip.nodes) {
+      if (g.kind[v] != NodeKind::kCpuCall) continue;
+      const int64_t tid = rt.threads[rt.calls[static_cast<size_t>(g.source[v])].thread].tid;
+      const double start = static_cast<double>(rt.calls[static_cast<size_t>(g.source[v])].start_ns);
+      on_autograd += tid == kAutograd;
+      main_inside += tid == kMain && start > first && start < last;
+    }
+    EXPECT_EQ(on_autograd, A);
+    EXPECT_EQ(main_inside, 0);
+  }
+
+  // The simulator's replay of this trace: four threads' worth of calls on three simulated threads.
+  Program replay;
+  ASSERT_TRUE(BuildReplayWorkload(t, g, "a100", &replay, &err)) << err;
+  ASSERT_EQ(replay.ranks[0].threads.size(), 3u);
+  EngineOptions ro;
+  ro.iterations = 2;
+  ro.noise = 0;
+  ro.record_trace = false;
+  Engine re(replay, ro);
+  ASSERT_TRUE(re.Run(&err)) << err;
+  const double replayed_ms = (re.iteration_starts()[1] - re.iteration_starts()[0]) / 1e6;
+  EXPECT_NEAR(replayed_ms, a.total.observed_ms, 0.01 * a.total.observed_ms);
+}
+
 }  // namespace
 }  // namespace emo::sim
 

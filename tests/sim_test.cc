@@ -372,6 +372,61 @@ TEST(SimReplay, ReproducesKernelDurationsGapsAndWaits) {
   EXPECT_GE(r.ops[1].start_ns, r.ops[0].end_ns);  // the stream wait survived
   // The second launch is issued after the measured CPU time (50 µs from the start).
   EXPECT_NEAR(static_cast<double>(r.calls[3].start_ns), 50000, 2000);
+  // One thread: the program of a serial replay, no host flags.
+  EXPECT_EQ(p.ranks[0].threads.size(), 1u);
+  EXPECT_EQ(p.ranks[0].flags, 0);
+}
+
+// Two threads: thread 1 launches at 0, is blocked from 5 µs to 3000 µs, and resumes 5 µs after
+// thread 2's call [2990, 2995 µs] ends: the graph's one hand-off (thread 2's other gap has no waker:
+// nothing of thread 1 ended inside it). Each thread launches on its own stream, so the hand-off is
+// the only order between them. Replayed (a launch call costs the engine 4 µs, the rest of the
+// call is CPU time before it): thread 2 launches at 101 and 2991 µs, thread 1 at 1 µs and, after the
+// hand-off and its 5 µs delay, at 3001 µs. The hand-off is a dependency, not a time: 1 ms more
+// CPU on thread 1 before it blocks changes nothing after it, and 1 ms more in thread 2's gap moves
+// thread 1's resume by 1 ms.
+TEST(SimReplay, ThreadsRunConcurrentlyWithTheirHandOffs) {
+  const char* json = R"({"traceEvents": [
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":0,"dur":5,"args":{"correlation":1}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":2,"ts":100,"dur":5,"args":{"correlation":2}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":2,"ts":2990,"dur":5,"args":{"correlation":3}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":3000,"dur":5,"args":{"correlation":4}},
+    {"ph":"X","cat":"kernel","name":"vectorized_elementwise_kernel","pid":0,"tid":7,"ts":10,"dur":50,"args":{"stream":7,"correlation":1}},
+    {"ph":"X","cat":"kernel","name":"vectorized_elementwise_kernel","pid":0,"tid":8,"ts":110,"dur":50,"args":{"stream":8,"correlation":2}},
+    {"ph":"X","cat":"kernel","name":"vectorized_elementwise_kernel","pid":0,"tid":8,"ts":3000,"dur":50,"args":{"stream":8,"correlation":3}},
+    {"ph":"X","cat":"kernel","name":"vectorized_elementwise_kernel","pid":0,"tid":7,"ts":3010,"dur":50,"args":{"stream":7,"correlation":4}}
+  ]})";
+  Trace t;
+  std::string err;
+  ASSERT_TRUE(ParseKinetoJson("inline.json", json, std::strlen(json), &t, &err)) << err;
+  Graph g;
+  BuildReport rep;
+  ASSERT_TRUE(BuildGraph(t, &g, &rep, &err)) << err;
+  ASSERT_EQ(rep.ranks[0].handoffs_inferred, 1);
+  Program p;
+  ASSERT_TRUE(BuildReplayWorkload(t, g, "a100", &p, &err)) << err;
+  ASSERT_EQ(p.ranks[0].threads.size(), 2u);
+  // Launch call starts (ns), with `extra` ns added to thread `th`'s first CPU instruction (its
+  // largest when `largest`: thread 2's gap).
+  auto run = [&](int th, double extra, bool largest) {
+    Program q = p;
+    Instr* target = nullptr;
+    for (Instr& in : q.ranks[0].threads[static_cast<size_t>(th)].code)
+      if (in.op == Op::kCpu && (!target || (largest && in.cpu_ns > target->cpu_ns))) target = &in;
+    if (target) target->cpu_ns += extra;
+    EngineOptions o;
+    o.iterations = 1;
+    o.noise = 0;
+    Engine e(q, o);
+    std::string run_err;
+    EXPECT_TRUE(e.Run(&run_err)) << run_err;
+    std::vector<int64_t> starts;
+    for (const CpuCall& c : e.trace().ranks[0].calls) starts.push_back(c.start_ns);
+    return starts;  // thread 0's calls, then thread 1's
+  };
+  EXPECT_EQ(run(0, 0, false), (std::vector<int64_t>{1000, 3001000, 101000, 2991000}));
+  EXPECT_EQ(run(0, 1e6, false), (std::vector<int64_t>{1001000, 3001000, 101000, 2991000}));
+  EXPECT_EQ(run(1, 1e6, true), (std::vector<int64_t>{1000, 4001000, 101000, 3991000}));
 }
 
 // The real 8-rank DLRM step re-executed on simulated A100s: every rank's collectives meet.

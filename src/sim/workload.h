@@ -34,6 +34,8 @@
 //                 loader_ms      a data-loader thread: loader_ms of CPU work per batch, no CUDA
 //                                calls, for as many batches as iterations (default 0: none)
 //                 The poller and the loader run free of the steps: ground truth for background threads.
+//                 The run lasts until the last of them ends (a poller: iterations × poll_ms), and the
+//                 engine's last iteration runs until then, so measure such runs with that in mind.
 // Unknown fields are errors, so that a misspelt field cannot silently fall back to its default.
 // Kind "replay" (LoadWorkload only) has "trace" (a trace file or directory, relative to the spec;
 // replay_workload.h), "device", "name" and "description", and no other field.

@@ -429,6 +429,56 @@ TEST(SimReplay, ThreadsRunConcurrentlyWithTheirHandOffs) {
   EXPECT_EQ(run(1, 1e6, true), (std::vector<int64_t>{1000, 4001000, 101000, 3991000}));
 }
 
+// Collectives issued from two threads stay in trace order. Two ranks all-reduce twice; on rank 0
+// the first is launched by thread 1 at 0 µs and the second by thread 2 at 20 µs (rank 1 launches
+// both from one thread). Replayed with 1 ms more CPU on rank 0's thread 1 before its launch
+// (call [1001, 1005 µs]), thread 2 waits for it and launches at 1005 + 1 µs (the call's CPU time
+// before the engine's 4 µs launch) instead of 21 µs: the NCCL kernels keep the order their peers
+// expect, and both collectives complete.
+TEST(SimReplay, CollectivesOfTwoThreadsKeepTraceOrder) {
+  const std::string rank0 = R"({"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": [
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":0,"dur":5,"args":{"correlation":1}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":2,"ts":20,"dur":5,"args":{"correlation":2}},
+    {"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":9,"ts":10,"dur":100,"args":{"stream":9,"correlation":1}},
+    {"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":9,"ts":110,"dur":100,"args":{"stream":9,"correlation":2}}
+  ]})";
+  const std::string rank1 = R"({"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":0,"dur":5,"args":{"correlation":1}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":20,"dur":5,"args":{"correlation":2}},
+    {"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":9,"ts":10,"dur":100,"args":{"stream":9,"correlation":1}},
+    {"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":9,"ts":110,"dur":100,"args":{"stream":9,"correlation":2}}
+  ]})";
+  Trace t;
+  std::string err;
+  ASSERT_TRUE(ParseKinetoJson("rank0.json", rank0.data(), rank0.size(), &t, &err)) << err;
+  ASSERT_TRUE(ParseKinetoJson("rank1.json", rank1.data(), rank1.size(), &t, &err)) << err;
+  Graph g;
+  BuildReport rep;
+  ASSERT_TRUE(BuildGraph(t, &g, &rep, &err)) << err;
+  ASSERT_EQ(rep.ranks[0].collectives_matched, 2);
+  Program p;
+  ASSERT_TRUE(BuildReplayWorkload(t, g, "a100", &p, &err)) << err;
+  ASSERT_EQ(p.ranks[0].threads.size(), 2u);
+  ASSERT_EQ(p.ranks[1].threads.size(), 1u);
+  for (Instr& in : p.ranks[0].threads[0].code)
+    if (in.op == Op::kCpu) {
+      in.cpu_ns += 1e6;
+      break;
+    }
+  EngineOptions o;
+  o.iterations = 1;
+  o.noise = 0;
+  Engine e(p, o);
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const RankTrace& r0 = e.trace().ranks[0];
+  ASSERT_EQ(r0.calls.size(), 2u);  // thread 0's, then thread 1's
+  EXPECT_EQ(r0.calls[0].start_ns, 1001000);
+  EXPECT_EQ(r0.calls[1].start_ns, 1006000);
+  ASSERT_EQ(r0.ops.size(), 2u);
+  EXPECT_EQ(r0.ops[0].correlation, r0.calls[0].correlation);
+  EXPECT_EQ(e.trace().ranks[1].ops.size(), 2u);
+}
+
 // The real 8-rank DLRM step re-executed on simulated A100s: every rank's collectives meet.
 TEST(SimReplay, RealDlrmRunsOnEightSimulatedGpus) {
   const char* dir = std::getenv("EMO_WORKLOADS");

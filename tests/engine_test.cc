@@ -141,6 +141,95 @@ TEST(Engine, RangesReachHooksAtTheirTimesAndCostNothing) {
   EXPECT_NE(err.find("range 1 out of range"), std::string::npos) << err;
 }
 
+Instr Flag(Op op, int flag) {
+  Instr i;
+  i.op = op;
+  i.flag = flag;
+  return i;
+}
+
+// cudaStreamQuery polls: the call [4, 6 µs] returns while the GEMM it asks about has not even
+// started (7 µs), and the sync after it waits as before.
+TEST(Engine, StreamQueryReturnsAtOnce) {
+  Instr query = Make(Op::kStreamQuery, 0);
+  Program p = OneRank({Launch(0), query, Make(Op::kStreamSync, 0)});
+  Engine e(p, Exact());
+  Uncapped(e);
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const RankTrace& r = e.trace().ranks[0];
+  ASSERT_EQ(r.calls.size(), 3u);
+  EXPECT_EQ(e.trace().names.Get(r.calls[1].name), "cudaStreamQuery");
+  EXPECT_EQ(r.calls[1].kind, CallKind::kOther);
+  EXPECT_EQ(r.calls[1].start_ns, 4000);
+  EXPECT_EQ(r.calls[1].end_ns, 6000);
+  EXPECT_EQ(r.ops[0].start_ns, 7000);
+  EXPECT_NEAR(static_cast<double>(r.calls[2].end_ns), 7000 + KernelNs(p, 0, 1410) + 2000, 1);
+}
+
+// Two threads hand work to each other through host flags, 3 iterations:
+//   thread 0: cpu 10 µs, signal 0, wait 1
+//   thread 1: wait 0, launch [4 µs], cpu 6 µs, signal 1
+// Thread 1 launches when thread 0 signals (10 µs), signals back at 10 + 4 + 6 = 20 µs, and thread
+// 0's next iteration starts then: iterations at 0, 20, 40 µs, launches at 10, 30, 50 µs. The flags
+// cost nothing and leave no call in the trace.
+TEST(Engine, HostFlagsHandWorkBetweenThreads) {
+  Program p = OneRank({Cpu(10000), Flag(Op::kSignal, 0), Flag(Op::kWait, 1)});
+  p.ranks[0].flags = 2;
+  p.ranks[0].threads.resize(2);
+  p.ranks[0].threads[1].code = {Flag(Op::kWait, 0), Launch(1), Cpu(6000), Flag(Op::kSignal, 1)};
+  std::string err;
+  ASSERT_TRUE(Validate(p, &err)) << err;
+  Engine e(p, Exact(3));
+  ASSERT_TRUE(e.Run(&err)) << err;
+  EXPECT_EQ(e.iteration_starts(), (std::vector<double>{0, 20000, 40000}));
+  const RankTrace& r = e.trace().ranks[0];
+  ASSERT_EQ(r.calls.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.calls[i].thread, 1u);
+    EXPECT_EQ(r.calls[i].start_ns, 10000 + 20000 * static_cast<int64_t>(i));
+    EXPECT_EQ(r.calls[i].end_ns, 14000 + 20000 * static_cast<int64_t>(i));
+  }
+}
+
+// A signal given before anyone waits is kept: thread 1 reaches its wait at 5 µs, after thread 0
+// signalled at 0, and launches at once.
+TEST(Engine, HostFlagSignalIsKeptForALaterWait) {
+  Program p = OneRank({Flag(Op::kSignal, 0), Cpu(1000)});
+  p.ranks[0].flags = 1;
+  p.ranks[0].threads.resize(2);
+  p.ranks[0].threads[1].code = {Cpu(5000), Flag(Op::kWait, 0), Launch(1)};
+  Engine e(p, Exact());
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const RankTrace& r = e.trace().ranks[0];
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].start_ns, 5000);
+}
+
+// Flags are checked: in range, and each signal matched by one wait per iteration. Two threads
+// that each wait for the other's signal first deadlock, and the engine says on what.
+TEST(Engine, HostFlagsAreCheckedAndCrossedWaitsDeadlock) {
+  Program p = OneRank({Flag(Op::kSignal, 1), Flag(Op::kWait, 0)});
+  p.ranks[0].flags = 1;
+  std::string err;
+  EXPECT_FALSE(Validate(p, &err));
+  EXPECT_NE(err.find("rank 0 thread 0 instr 0 (signal): flag 1 out of range (1 flags)"), std::string::npos) << err;
+  p.ranks[0].threads[0].code = {Flag(Op::kSignal, 0), Flag(Op::kWait, 0), Flag(Op::kWait, 0)};
+  EXPECT_FALSE(Validate(p, &err));
+  EXPECT_NE(err.find("rank 0: flag 0 is signalled 1 times per iteration and awaited 2 times"), std::string::npos)
+      << err;
+  p.ranks[0].flags = 2;
+  p.ranks[0].threads[0].code = {Flag(Op::kWait, 0), Flag(Op::kSignal, 1)};
+  p.ranks[0].threads.resize(2);
+  p.ranks[0].threads[1].code = {Flag(Op::kWait, 1), Flag(Op::kSignal, 0)};
+  ASSERT_TRUE(Validate(p, &err)) << err;
+  Engine e(p, Exact());
+  EXPECT_FALSE(e.Run(&err));
+  EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
+  EXPECT_NE(err.find("rank 0 thread 1 blocked at instruction 0 (waits for host flag 1)"), std::string::npos) << err;
+}
+
 TEST(Engine, ConcurrentKernelsShareTheGpu) {
   Program p = OneRank({Launch(0, 0), Launch(0, 1), Make(Op::kDeviceSync)}, 2);
   Engine e(p, Exact());

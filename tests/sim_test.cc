@@ -4,11 +4,13 @@
 // compute-bound work, and slowing a GPU that waits on others leaves the iteration time alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "apply/measurement.h"
 #include "graph/analysis.h"
@@ -164,6 +166,133 @@ TEST(SimPhysics, SlowingOffCriticalGpuKeepsIterationTime) {
   EXPECT_LT(slow.energy_j, base.energy_j);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Threads of a real training job (threads in workload.h) as ground truth for the graph's
+// cross-thread inference.
+
+// The API calls a thread's code makes per iteration (what the trace records of it).
+int64_t Calls(const std::vector<Instr>& code, size_t end = SIZE_MAX) {
+  int64_t n = 0;
+  for (size_t i = 0; i < std::min(end, code.size()); ++i)
+    n += code[i].op != Op::kCpu && code[i].op != Op::kRangePush && code[i].op != Op::kRangePop &&
+         code[i].op != Op::kSignal && code[i].op != Op::kWait;
+  return n;
+}
+
+// DDP on one GPU, CPU-bound (100 µs of CPU before every call, kernels of a few µs), with backward
+// on an autograd thread, a poller (cudaStreamQuery every 50 ms: its last poll, at 200 ms, ends the
+// trace long after the last step's work) and a data loader (3 ms of CPU work per batch, no calls).
+// The simulated trace, through Kineto JSON and back, must give:
+// - exactly the program's hand-offs as cross-thread edges: per step, the autograd thread's last
+//   backward call wakes the main thread's first optimizer call, and (from the second step on) the
+//   main thread's last forward call wakes the autograd thread's first backward call. The first
+//   step's hand-off to the autograd thread is not in the trace: that thread's first call starts
+//   its timeline, with no gap before it to be blocked in;
+// - the poller as the only background thread (the loader makes no API call, so the trace has no
+//   event of it);
+// - per steady step, a critical path that runs along the autograd thread through every
+//   backward call and touches no main-thread node while backward runs;
+// - a graph replay within 1 %, and the trace replayed by the simulator (each thread its own, the
+//   hand-offs as host flags) within 1 % of its span.
+TEST(SimThreads, InferredHandOffsAreTheProgramsOwn) {
+  nlohmann::json spec = Spec("dp");
+  spec["parallel"] = nlohmann::json::object();
+  spec["model"] = {{"layers", 2}, {"hidden", 512}, {"heads", 8}, {"seq", 256}, {"batch", 1}, {"vocab", 8000}};
+  spec["cpu"] = {{"launch_gap_us", 100}};
+  spec["threads"] = {{"autograd", true}, {"poll_ms", 50}, {"loader_ms", 3}};
+  const Program p = Build(spec);
+  ASSERT_EQ(p.ranks[0].threads.size(), 4u);  // main, autograd, poller, loader
+  const std::vector<Instr>& main_code = p.ranks[0].threads[0].code;
+  const int64_t M = Calls(main_code), A = Calls(p.ranks[0].threads[1].code);
+  size_t wait_at = 0;
+  while (wait_at < main_code.size() && main_code[wait_at].op != Op::kWait) ++wait_at;
+  const int64_t F = Calls(main_code, wait_at);  // main-thread calls before it blocks in backward
+  ASSERT_GT(A, 20);
+  ASSERT_GT(M, F);
+
+  constexpr int kSteps = 4;
+  EngineOptions o;
+  o.iterations = kSteps;
+  Engine e(p, o);
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  Trace t;
+  std::string json;
+  WriteKinetoJson(e.trace(), 0, &json);
+  ASSERT_TRUE(ParseKinetoJson("rank0.json", json.data(), json.size(), &t, &err)) << err;
+  Graph g;
+  BuildReport rep;
+  ASSERT_TRUE(BuildGraph(t, &g, &rep, &err)) << err;
+  const RankTrace& rt = t.ranks[0];
+
+  // Each thread's calls in order: (tid, ordinal) of every call.
+  std::map<int64_t, std::vector<uint32_t>> by_tid;
+  for (uint32_t i = 0; i < rt.calls.size(); ++i) by_tid[rt.threads[rt.calls[i].thread].tid].push_back(i);
+  std::map<uint32_t, std::pair<int64_t, int64_t>> ordinal;
+  for (auto& [tid, calls] : by_tid) {
+    std::sort(calls.begin(), calls.end(),
+              [&](uint32_t a, uint32_t b) { return rt.calls[a].start_ns < rt.calls[b].start_ns; });
+    for (size_t k = 0; k < calls.size(); ++k) ordinal[calls[k]] = {tid, static_cast<int64_t>(k)};
+  }
+  const int64_t kMain = 1000, kAutograd = 1001, kPoller = 1002;  // the engine's thread ids (rank 0)
+  ASSERT_EQ(by_tid.size(), 3u);                                  // the loader made no call
+  ASSERT_EQ(static_cast<int64_t>(by_tid[kMain].size()), kSteps * M);
+  ASSERT_EQ(static_cast<int64_t>(by_tid[kAutograd].size()), kSteps * A);
+  ASSERT_EQ(static_cast<int64_t>(by_tid[kPoller].size()), kSteps);
+
+  using End = std::pair<int64_t, int64_t>;  // (tid, ordinal)
+  std::set<std::pair<End, End>> truth, inferred;
+  for (int64_t k = 0; k < kSteps; ++k) {
+    truth.insert({{kAutograd, k * A + A - 1}, {kMain, k * M + F}});
+    if (k > 0) truth.insert({{kMain, k * M + F - 1}, {kAutograd, k * A}});
+  }
+  for (uint32_t v = 0; v < g.nodes(); ++v)
+    for (uint32_t k = g.pred_begin[v]; k < g.pred_begin[v + 1]; ++k)
+      if (g.pred_kind[k] == EdgeKind::kCrossThread)
+        inferred.insert(
+            {ordinal.at(static_cast<uint32_t>(g.source[g.pred[k]])), ordinal.at(static_cast<uint32_t>(g.source[v]))});
+  EXPECT_EQ(inferred, truth);
+  EXPECT_EQ(rep.ranks[0].handoffs_inferred, static_cast<int64_t>(truth.size()));
+  EXPECT_EQ(rep.ranks[0].handoffs_dropped, 0);
+  ASSERT_EQ(rep.ranks[0].background.size(), 1u);
+  EXPECT_EQ(rep.ranks[0].background[0].tid, kPoller);
+  EXPECT_EQ(rep.ranks[0].background[0].calls, kSteps);
+
+  const Analysis a = Analyze(t, g);
+  EXPECT_LT(std::fabs(a.total.replay_error), 0.01);
+  ASSERT_EQ(a.iteration_paths.size(), static_cast<size_t>(kSteps));
+  for (const IterationPath& ip : a.iteration_paths) {
+    if (ip.step == 0) continue;  // the first step has no hand-off into backward (above)
+    SCOPED_TRACE("step " + std::to_string(ip.step));
+    const auto& bwd = by_tid[kAutograd];
+    const double first = static_cast<double>(rt.calls[bwd[ip.step * A]].start_ns);
+    const double last = static_cast<double>(rt.calls[bwd[ip.step * A + A - 1]].end_ns);
+    int64_t on_autograd = 0, main_inside = 0;
+    for (uint32_t v : ip.nodes) {
+      if (g.kind[v] != NodeKind::kCpuCall) continue;
+      const int64_t tid = rt.threads[rt.calls[static_cast<size_t>(g.source[v])].thread].tid;
+      const double start = static_cast<double>(rt.calls[static_cast<size_t>(g.source[v])].start_ns);
+      on_autograd += tid == kAutograd;
+      main_inside += tid == kMain && start > first && start < last;
+    }
+    EXPECT_EQ(on_autograd, A);
+    EXPECT_EQ(main_inside, 0);
+  }
+
+  // The simulator's replay of this trace: four threads' worth of calls on three simulated threads.
+  Program replay;
+  ASSERT_TRUE(BuildReplayWorkload(t, g, "a100", &replay, &err)) << err;
+  ASSERT_EQ(replay.ranks[0].threads.size(), 3u);
+  EngineOptions ro;
+  ro.iterations = 2;
+  ro.noise = 0;
+  ro.record_trace = false;
+  Engine re(replay, ro);
+  ASSERT_TRUE(re.Run(&err)) << err;
+  const double replayed_ms = (re.iteration_starts()[1] - re.iteration_starts()[0]) / 1e6;
+  EXPECT_NEAR(replayed_ms, a.total.observed_ms, 0.01 * a.total.observed_ms);
+}
+
 }  // namespace
 }  // namespace emo::sim
 
@@ -243,6 +372,111 @@ TEST(SimReplay, ReproducesKernelDurationsGapsAndWaits) {
   EXPECT_GE(r.ops[1].start_ns, r.ops[0].end_ns);  // the stream wait survived
   // The second launch is issued after the measured CPU time (50 µs from the start).
   EXPECT_NEAR(static_cast<double>(r.calls[3].start_ns), 50000, 2000);
+  // One thread: the program of a serial replay, no host flags.
+  EXPECT_EQ(p.ranks[0].threads.size(), 1u);
+  EXPECT_EQ(p.ranks[0].flags, 0);
+}
+
+// Two threads: thread 1 launches at 0, is blocked from 5 µs to 3000 µs, and resumes 5 µs after
+// thread 2's call [2990, 2995 µs] ends: the graph's one hand-off (thread 2's other gap has no waker:
+// nothing of thread 1 ended inside it). Each thread launches on its own stream, so the hand-off is
+// the only order between them. Replayed (a launch call costs the engine 4 µs, the rest of the
+// call is CPU time before it): thread 2 launches at 101 and 2991 µs, thread 1 at 1 µs and, after the
+// hand-off and its 5 µs delay, at 3001 µs. The hand-off is a dependency, not a time: 1 ms more
+// CPU on thread 1 before it blocks changes nothing after it, and 1 ms more in thread 2's gap moves
+// thread 1's resume by 1 ms.
+TEST(SimReplay, ThreadsRunConcurrentlyWithTheirHandOffs) {
+  const char* json = R"({"traceEvents": [
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":0,"dur":5,"args":{"correlation":1}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":2,"ts":100,"dur":5,"args":{"correlation":2}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":2,"ts":2990,"dur":5,"args":{"correlation":3}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":3000,"dur":5,"args":{"correlation":4}},
+    {"ph":"X","cat":"kernel","name":"vectorized_elementwise_kernel","pid":0,"tid":7,"ts":10,"dur":50,"args":{"stream":7,"correlation":1}},
+    {"ph":"X","cat":"kernel","name":"vectorized_elementwise_kernel","pid":0,"tid":8,"ts":110,"dur":50,"args":{"stream":8,"correlation":2}},
+    {"ph":"X","cat":"kernel","name":"vectorized_elementwise_kernel","pid":0,"tid":8,"ts":3000,"dur":50,"args":{"stream":8,"correlation":3}},
+    {"ph":"X","cat":"kernel","name":"vectorized_elementwise_kernel","pid":0,"tid":7,"ts":3010,"dur":50,"args":{"stream":7,"correlation":4}}
+  ]})";
+  Trace t;
+  std::string err;
+  ASSERT_TRUE(ParseKinetoJson("inline.json", json, std::strlen(json), &t, &err)) << err;
+  Graph g;
+  BuildReport rep;
+  ASSERT_TRUE(BuildGraph(t, &g, &rep, &err)) << err;
+  ASSERT_EQ(rep.ranks[0].handoffs_inferred, 1);
+  Program p;
+  ASSERT_TRUE(BuildReplayWorkload(t, g, "a100", &p, &err)) << err;
+  ASSERT_EQ(p.ranks[0].threads.size(), 2u);
+  // Launch call starts (ns), with `extra` ns added to thread `th`'s first CPU instruction (its
+  // largest when `largest`: thread 2's gap).
+  auto run = [&](int th, double extra, bool largest) {
+    Program q = p;
+    Instr* target = nullptr;
+    for (Instr& in : q.ranks[0].threads[static_cast<size_t>(th)].code)
+      if (in.op == Op::kCpu && (!target || (largest && in.cpu_ns > target->cpu_ns))) target = &in;
+    if (target) target->cpu_ns += extra;
+    EngineOptions o;
+    o.iterations = 1;
+    o.noise = 0;
+    Engine e(q, o);
+    std::string run_err;
+    EXPECT_TRUE(e.Run(&run_err)) << run_err;
+    std::vector<int64_t> starts;
+    for (const CpuCall& c : e.trace().ranks[0].calls) starts.push_back(c.start_ns);
+    return starts;  // thread 0's calls, then thread 1's
+  };
+  EXPECT_EQ(run(0, 0, false), (std::vector<int64_t>{1000, 3001000, 101000, 2991000}));
+  EXPECT_EQ(run(0, 1e6, false), (std::vector<int64_t>{1001000, 3001000, 101000, 2991000}));
+  EXPECT_EQ(run(1, 1e6, true), (std::vector<int64_t>{1000, 4001000, 101000, 3991000}));
+}
+
+// Collectives issued from two threads stay in trace order. Two ranks all-reduce twice; on rank 0
+// the first is launched by thread 1 at 0 µs and the second by thread 2 at 20 µs (rank 1 launches
+// both from one thread). Replayed with 1 ms more CPU on rank 0's thread 1 before its launch
+// (call [1001, 1005 µs]), thread 2 waits for it and launches at 1005 + 1 µs (the call's CPU time
+// before the engine's 4 µs launch) instead of 21 µs: the NCCL kernels keep the order their peers
+// expect, and both collectives complete.
+TEST(SimReplay, CollectivesOfTwoThreadsKeepTraceOrder) {
+  const std::string rank0 = R"({"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": [
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":0,"dur":5,"args":{"correlation":1}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":2,"ts":20,"dur":5,"args":{"correlation":2}},
+    {"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":9,"ts":10,"dur":100,"args":{"stream":9,"correlation":1}},
+    {"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":9,"ts":110,"dur":100,"args":{"stream":9,"correlation":2}}
+  ]})";
+  const std::string rank1 = R"({"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":0,"dur":5,"args":{"correlation":1}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":20,"dur":5,"args":{"correlation":2}},
+    {"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":9,"ts":10,"dur":100,"args":{"stream":9,"correlation":1}},
+    {"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":9,"ts":110,"dur":100,"args":{"stream":9,"correlation":2}}
+  ]})";
+  Trace t;
+  std::string err;
+  ASSERT_TRUE(ParseKinetoJson("rank0.json", rank0.data(), rank0.size(), &t, &err)) << err;
+  ASSERT_TRUE(ParseKinetoJson("rank1.json", rank1.data(), rank1.size(), &t, &err)) << err;
+  Graph g;
+  BuildReport rep;
+  ASSERT_TRUE(BuildGraph(t, &g, &rep, &err)) << err;
+  ASSERT_EQ(rep.ranks[0].collectives_matched, 2);
+  Program p;
+  ASSERT_TRUE(BuildReplayWorkload(t, g, "a100", &p, &err)) << err;
+  ASSERT_EQ(p.ranks[0].threads.size(), 2u);
+  ASSERT_EQ(p.ranks[1].threads.size(), 1u);
+  for (Instr& in : p.ranks[0].threads[0].code)
+    if (in.op == Op::kCpu) {
+      in.cpu_ns += 1e6;
+      break;
+    }
+  EngineOptions o;
+  o.iterations = 1;
+  o.noise = 0;
+  Engine e(p, o);
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const RankTrace& r0 = e.trace().ranks[0];
+  ASSERT_EQ(r0.calls.size(), 2u);  // thread 0's, then thread 1's
+  EXPECT_EQ(r0.calls[0].start_ns, 1001000);
+  EXPECT_EQ(r0.calls[1].start_ns, 1006000);
+  ASSERT_EQ(r0.ops.size(), 2u);
+  EXPECT_EQ(r0.ops[0].correlation, r0.calls[0].correlation);
+  EXPECT_EQ(e.trace().ranks[1].ops.size(), 2u);
 }
 
 // The real 8-rank DLRM step re-executed on simulated A100s: every rank's collectives meet.
@@ -304,6 +538,54 @@ TEST(SimReplay, IterationTakesAsLongAsTheRealTrace) {
                 simulated_ms, longest_rank_ms, a.total.observed_ms);
     EXPECT_GE(simulated_ms, 0.97 * longest_rank_ms);
     EXPECT_LE(simulated_ms, 1.03 * a.total.observed_ms);
+  }
+}
+
+// The real traces with several CPU threads, replayed by the simulator with one simulated thread
+// per traced thread (hand-offs, stream and collective order as host flags): at the default clocks
+// and without noise, the first replayed iteration (the whole trace) lasts the graph's strict
+// replay of the trace within 1 %. (That replay is the trace's span on df_index_resolver and
+// ns_resolution_trace; negative_queue_length's is 11.7 % shorter, its SendRecv kernels waiting for
+// peers not in the file: README, "How the graph is replayed".)
+TEST(SimReplay, MultiThreadedTracesReplayWithinOnePercent) {
+  const char* traces = std::getenv("EMO_TRACES");
+  if (!traces) GTEST_SKIP() << "EMO_TRACES not set";
+  for (const char* path : {"HolisticTraceAnalysis/df_index_resolver", "HolisticTraceAnalysis/ns_resolution_trace",
+                           "HolisticTraceAnalysis/negative_queue_length_values_check"}) {
+    SCOPED_TRACE(path);
+    Trace real;
+    std::string err;
+    std::vector<std::string> files;
+    ASSERT_TRUE(ExpandTracePaths({std::string(traces) + "/" + path}, &files, &err)) << err;
+    ASSERT_TRUE(LoadTraces(files, &real, &err)) << err;
+    Graph g;
+    BuildReport rep;
+    ASSERT_TRUE(BuildGraph(real, &g, &rep, &err)) << err;
+    const Analysis a = Analyze(real, g);
+    size_t traced_threads = 0;
+    for (size_t th = 0; th < real.ranks[0].threads.size(); ++th) {
+      bool calls = false;
+      for (const CpuCall& c : real.ranks[0].calls) calls |= c.thread == th;
+      traced_threads += calls;
+    }
+    Program p;
+    ASSERT_TRUE(BuildReplayWorkload(real, g, "a100", &p, &err)) << err;
+    EXPECT_EQ(p.ranks[0].threads.size(), traced_threads);
+    EXPECT_GT(traced_threads, 1u);
+    EngineOptions o;
+    o.iterations = 2;
+    o.noise = 0;
+    o.record_trace = false;
+    Engine e(p, o);
+    ASSERT_TRUE(e.Run(&err)) << err;
+    const double simulated_ms = (e.iteration_starts()[1] - e.iteration_starts()[0]) / 1e6;
+    std::printf(
+        "%s: %zu threads, %lld hand-offs; simulated %.3f ms, graph replay %.3f ms (%+.2f %%), traced %.3f ms "
+        "(%+.2f %%)\n",
+        path, traced_threads, static_cast<long long>(rep.ranks[0].handoffs_inferred), simulated_ms, a.total.replayed_ms,
+        100 * (simulated_ms / a.total.replayed_ms - 1), a.total.observed_ms,
+        100 * (simulated_ms / a.total.observed_ms - 1));
+    EXPECT_NEAR(simulated_ms, a.total.replayed_ms, 0.01 * a.total.replayed_ms);
   }
 }
 

@@ -530,6 +530,18 @@ TEST(Workload, BadSpecsNameTheField) {
   with("too large a program", "field parallel.microbatches: model.layers × parallel.microbatches × GPUs above",
        [](json& s) { s["model"]["layers"] = 1000, s["parallel"]["microbatches"] = 1000; });
   with("dtype 3", "field model.dtype_bytes: expected 2 or 4", [](json& s) { s["model"]["dtype_bytes"] = 3; });
+  with("threads on kind tp", "field threads: only kind dp supports threads", [](json& s) {
+    s["threads"] = {{"autograd", true}};
+  });
+  with("autograd not a boolean", "field threads.autograd: expected true or false (got 1)", [](json& s) {
+    s["kind"] = "dp", s["parallel"] = json::object(), s["threads"] = {{"autograd", 1}};
+  });
+  with("negative poll period", "field threads.poll_ms: expected a non-negative number (got -100)", [](json& s) {
+    s["kind"] = "dp", s["parallel"] = json::object(), s["threads"] = {{"poll_ms", -100}};
+  });
+  with("misspelt thread", "field threads.loader: unknown field", [](json& s) {
+    s["kind"] = "dp", s["parallel"] = json::object(), s["threads"] = {{"loader", 5}};
+  });
   cases.push_back({"not an object", json::array(), "expected a JSON object"});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);

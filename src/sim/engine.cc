@@ -185,7 +185,8 @@ struct ThreadState {
   size_t phase = 0;  // of the program (Program::phase_starts)
   bool done = false;
   // A blocking call in progress.
-  enum Block : uint8_t { kNone, kEvent, kStream, kDevice, kCopy } block = kNone;
+  // kFlag: waiting for a signal of host flag `target` (not an API call: nothing is recorded).
+  enum Block : uint8_t { kNone, kEvent, kStream, kDevice, kCopy, kFlag } block = kNone;
   int32_t target = -1;
   uint32_t version = 0;
   std::vector<int64_t> counts;  // device sync: each stream's enqueued count at the call
@@ -224,6 +225,11 @@ struct Engine::State {
   std::vector<int32_t> event_base;
   std::vector<ThreadState> threads;
   std::vector<std::vector<int32_t>> rank_threads;
+  // Host flags (Op::kSignal, Op::kWait), all ranks, rank-major: signals not yet taken, and the
+  // threads waiting for one, first come first served.
+  std::vector<int64_t> flag_signals;
+  std::vector<std::vector<int32_t>> flag_waiters;
+  std::vector<int32_t> flag_base;                                          // rank -> index of its flag 0
   std::vector<std::vector<int64_t>> group_seq;                             // [rank][group] collectives issued so far
   std::map<std::pair<int32_t, int64_t>, std::vector<int32_t>> rendezvous;  // (group, seq) -> streams arrived
   std::vector<std::pair<double, std::function<void(double)>>> ticks;
@@ -244,6 +250,7 @@ struct Engine::State {
   std::vector<uint32_t> group_names;  // [group]: interned when first needed; 0 until then
   uint32_t copy_names[3][2] = {};     // [dir][pinned]: interned when first needed; 0 until then
   std::vector<int16_t> call_kinds;    // [name id]: ClassifyCall's answer; -1 until asked
+  uint32_t n_stream_query = 0;        // interned when first needed; 0 until then
   uint32_t n_launch, n_memcpy_async, n_memcpy, n_record, n_wait, n_event_sync, n_stream_sync, n_device_sync;
 
   State(const Program& prog, const EngineOptions& o) : p(prog), opt(o), rng(o.seed), noise_state(o.seed) {}
@@ -426,7 +433,9 @@ struct Engine::State {
   void CheckBlocked(int32_t rank) {
     for (int32_t tid : rank_threads[static_cast<size_t>(rank)]) {
       ThreadState& th = threads[static_cast<size_t>(tid)];
-      if (th.block != ThreadState::kNone && th.block != ThreadState::kCopy && Unblocked(th)) Finish(th, tid);
+      if (th.block != ThreadState::kNone && th.block != ThreadState::kCopy && th.block != ThreadState::kFlag &&
+          Unblocked(th))
+        Finish(th, tid);
     }
   }
   // Starts a blocking call; finishes it at once when nothing is outstanding.
@@ -496,6 +505,10 @@ struct Engine::State {
       return;
     }
     const Instr& in = code[th.pc++];
+    if (in.op == Op::kSignal || in.op == Op::kWait) {
+      HostFlag(th, tid, code, in);
+      return;
+    }
     const int32_t sid = in.stream >= 0 ? stream_base[static_cast<size_t>(th.rank)] + in.stream : -1;
     const int32_t eid = in.event >= 0 ? event_base[static_cast<size_t>(th.rank)] + in.event : -1;
     const int64_t corr = next_corr++;
@@ -617,8 +630,17 @@ struct Engine::State {
         th.has_sync = true;
         Block(th, tid, n_stream_sync, corr);
         return;
+      case Op::kStreamQuery: {
+        if (n_stream_query == 0) n_stream_query = trace.names.Intern("cudaStreamQuery");
+        const double end_t = now + kEventCallNs * Noise();
+        RecordCall(th, n_stream_query, now, end_t, corr);
+        Resume(th, tid, code, end_t);
+        return;
+      }
       case Op::kRangePush:
       case Op::kRangePop:
+      case Op::kSignal:
+      case Op::kWait:
         return;  // passed above
       case Op::kDeviceSync: {
         th.block = ThreadState::kDevice;
@@ -635,6 +657,31 @@ struct Engine::State {
         return;
       }
     }
+  }
+
+  // A signal wakes the longest-waiting thread or is kept for the next wait; a wait takes a kept
+  // signal or blocks. Neither takes time, so the thread goes on at once when it does not block.
+  void HostFlag(ThreadState& th, int32_t tid, const std::vector<Instr>& code, const Instr& in) {
+    const size_t fid = static_cast<size_t>(flag_base[static_cast<size_t>(th.rank)] + in.flag);
+    std::vector<int32_t>& waiters = flag_waiters[fid];
+    if (in.op == Op::kSignal) {
+      if (waiters.empty()) {
+        ++flag_signals[fid];
+      } else {
+        const int32_t w = waiters.front();
+        waiters.erase(waiters.begin());
+        threads[static_cast<size_t>(w)].block = ThreadState::kNone;
+        Push(now, kThreadResume, w);
+      }
+    } else if (flag_signals[fid] > 0) {
+      --flag_signals[fid];
+    } else {
+      th.block = ThreadState::kFlag;
+      th.target = in.flag;
+      waiters.push_back(tid);
+      return;
+    }
+    Resume(th, tid, code, now);
   }
 
   uint32_t CopyName(CopyDir dir, bool pinned) {
@@ -1001,6 +1048,9 @@ struct Engine::State {
       }
       event_base.push_back(static_cast<int32_t>(events.size()));
       events.resize(events.size() + static_cast<size_t>(rp.events));
+      flag_base.push_back(static_cast<int32_t>(flag_signals.size()));
+      flag_signals.resize(flag_signals.size() + static_cast<size_t>(rp.flags), 0);
+      flag_waiters.resize(flag_signals.size());
       RankTrace& rt = trace.ranks[r];
       rt.source = p.name + " (simulated rank " + std::to_string(r) + ")";
       rt.rank = static_cast<int32_t>(r);
@@ -1104,7 +1154,8 @@ struct Engine::State {
     for (const ThreadState& th : threads)
       if (!th.done && th.block != ThreadState::kNone)
         who += " rank " + std::to_string(th.rank) + " thread " + std::to_string(th.index) + " blocked at instruction " +
-               std::to_string(th.pc - 1) + ";";
+               std::to_string(th.pc - 1) +
+               (th.block == ThreadState::kFlag ? " (waits for host flag " + std::to_string(th.target) + ")" : "") + ";";
     for (const Stream& st : streams)
       if (st.busy && st.q.front().kind == Item::kCollective)
         who += " rank " + std::to_string(st.rank) + " stream " + std::to_string(st.local) +

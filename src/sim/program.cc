@@ -37,6 +37,12 @@ const char* OpName(Op op) {
       return "range_push";
     case Op::kRangePop:
       return "range_pop";
+    case Op::kSignal:
+      return "signal";
+    case Op::kWait:
+      return "wait";
+    case Op::kStreamQuery:
+      return "stream_query";
   }
   return "?";
 }
@@ -97,6 +103,7 @@ bool Validate(const Program& p, std::string* err) {
     if (rp.threads.empty()) return fail("rank " + std::to_string(r) + ": no threads");
     if (rp.streams < 1) return fail("rank " + std::to_string(r) + ": needs at least one stream");
     if (rp.events < 0) return fail("rank " + std::to_string(r) + ": negative event count");
+    if (rp.flags < 0) return fail("rank " + std::to_string(r) + ": negative flag count");
     for (size_t t = 0; t < rp.threads.size(); ++t)
       if (rp.threads[t].phase_code.size() != phases - 1)
         return fail("rank " + std::to_string(r) + " thread " + std::to_string(t) + ": code for " +
@@ -111,6 +118,8 @@ bool Validate(const Program& p, std::string* err) {
         for (const Instr& in : code_of(th))
           if (in.op == Op::kRecord && in.event >= 0 && in.event < rp.events)
             recorded[static_cast<size_t>(in.event)] = true;
+      // Signals and waits of each host flag in one iteration of this phase, over all threads.
+      std::vector<int64_t> signals(static_cast<size_t>(rp.flags), 0), waits(static_cast<size_t>(rp.flags), 0);
 
       for (size_t t = 0; t < rp.threads.size(); ++t) {
         const std::vector<Instr>& code = code_of(rp.threads[t]);
@@ -123,7 +132,8 @@ bool Validate(const Program& p, std::string* err) {
                    OpName(in.op) + ")";
           };
           const bool uses_stream = in.op == Op::kLaunch || in.op == Op::kCopy || in.op == Op::kRecord ||
-                                   in.op == Op::kWaitEvent || in.op == Op::kStreamSync || in.op == Op::kCollective;
+                                   in.op == Op::kWaitEvent || in.op == Op::kStreamSync || in.op == Op::kCollective ||
+                                   in.op == Op::kStreamQuery;
           if (uses_stream && (in.stream < 0 || in.stream >= rp.streams))
             return fail(where() + ": stream " + std::to_string(in.stream) + " out of range (" +
                         std::to_string(rp.streams) + " streams)");
@@ -169,11 +179,26 @@ bool Validate(const Program& p, std::string* err) {
                 return fail(where() + ": range " + std::to_string(in.range) + " out of range (" +
                             std::to_string(p.ranges.size()) + " ranges)");
               break;
+            case Op::kSignal:
+            case Op::kWait:
+              if (in.flag < 0 || in.flag >= rp.flags)
+                return fail(where() + ": flag " + std::to_string(in.flag) + " out of range (" +
+                            std::to_string(rp.flags) + " flags)");
+              ++(in.op == Op::kSignal ? signals : waits)[static_cast<size_t>(in.flag)];
+              break;
             default:
               break;
           }
         }
       }
+      // A flag awaited more often than signalled deadlocks; one signalled more often lets its
+      // waiter fall behind by more every iteration.
+      for (size_t f = 0; f < signals.size(); ++f)
+        if (signals[f] != waits[f])
+          return fail("rank " + std::to_string(r) + (k > 0 ? " phase " + std::to_string(k) : std::string()) +
+                      ": flag " + std::to_string(f) + " is signalled " + std::to_string(signals[f]) +
+                      " times per iteration and awaited " + std::to_string(waits[f]) +
+                      " times (each signal needs one wait)");
     }
   }
 

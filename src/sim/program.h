@@ -8,6 +8,12 @@
 // evaluation phase) runs each thread's phase_code[k] from iteration phase_starts[k] on. Streams and events are small
 // integers local to their rank. A collective is identified by its group and its order within the group, as NCCL orders
 // work per communicator.
+//
+// Threads of a rank run concurrently. Host-side order between them is explicit: a per-rank
+// flag is a counting semaphore that one thread signals (kSignal) and another waits on (kWait),
+// as a condition variable hands work from PyTorch's main thread to its autograd thread. Both cost
+// nothing and are not API calls, so a trace shows only the waiting thread's gap. Each flag is
+// signalled and awaited equally often per iteration (Validate), so iterations never bank signals.
 #pragma once
 
 #include <cstdint>
@@ -19,18 +25,21 @@
 namespace emo::sim {
 
 enum class Op : uint8_t {
-  kCpu = 0,         // CPU work of `cpu_ns` (not an API call)
-  kLaunch = 1,      // cudaLaunchKernel of `kernel` on `stream`
-  kCopy = 2,        // cudaMemcpyAsync (or cudaMemcpy when `blocking`) of `bytes` on `stream`
-  kRecord = 3,      // cudaEventRecord(`event`, `stream`)
-  kWaitEvent = 4,   // cudaStreamWaitEvent(`stream`, `event`)
-  kEventSync = 5,   // cudaEventSynchronize(`event`)
-  kStreamSync = 6,  // cudaStreamSynchronize(`stream`)
-  kDeviceSync = 7,  // cudaDeviceSynchronize()
-  kCollective = 8,  // NCCL kernel `kernel` of `group` on `stream` (all-reduce, send/recv, ...)
-  kRangePush = 9,   // a host-side range opens, named Program::ranges[`range`] (nvtxRangePush, or a
-                    // framework hook such as Perseus's on_instruction_begin): no cost, no GPU work
-  kRangePop = 10,   // the innermost open range `range` closes
+  kCpu = 0,           // CPU work of `cpu_ns` (not an API call)
+  kLaunch = 1,        // cudaLaunchKernel of `kernel` on `stream`
+  kCopy = 2,          // cudaMemcpyAsync (or cudaMemcpy when `blocking`) of `bytes` on `stream`
+  kRecord = 3,        // cudaEventRecord(`event`, `stream`)
+  kWaitEvent = 4,     // cudaStreamWaitEvent(`stream`, `event`)
+  kEventSync = 5,     // cudaEventSynchronize(`event`)
+  kStreamSync = 6,    // cudaStreamSynchronize(`stream`)
+  kDeviceSync = 7,    // cudaDeviceSynchronize()
+  kCollective = 8,    // NCCL kernel `kernel` of `group` on `stream` (all-reduce, send/recv, ...)
+  kRangePush = 9,     // a host-side range opens, named Program::ranges[`range`] (nvtxRangePush, or a
+                      // framework hook such as Perseus's on_instruction_begin): no cost, no GPU work
+  kRangePop = 10,     // the innermost open range `range` closes
+  kSignal = 11,       // the rank's host flag `flag` is signalled once (no cost, not an API call)
+  kWait = 12,         // the thread takes one signal of host flag `flag`, waiting until there is one
+  kStreamQuery = 13,  // cudaStreamQuery(`stream`): a poll that returns at once, never waiting
 };
 
 enum class CopyDir : uint8_t { kHostToDevice = 0, kDeviceToHost = 1, kDeviceToDevice = 2 };
@@ -42,6 +51,7 @@ struct Instr {
   int32_t kernel = -1;  // index into Program::kernels (kLaunch, kCollective)
   int32_t group = -1;   // index into Program::groups (kCollective)
   int32_t range = -1;   // index into Program::ranges (kRangePush, kRangePop)
+  int32_t flag = -1;    // the rank's host flag (kSignal, kWait)
   double cpu_ns = 0;    // kCpu
   double bytes = 0;     // kCopy; kCollective: bytes each rank contributes
   CopyDir dir = CopyDir::kHostToDevice;
@@ -77,6 +87,7 @@ struct RankProgram {
   std::vector<Thread> threads;
   int32_t streams = 1;
   int32_t events = 0;
+  int32_t flags = 0;  // host flags (kSignal, kWait), numbered from 0
 };
 
 struct Program {

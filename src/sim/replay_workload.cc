@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -12,6 +13,9 @@
 
 namespace emo::sim {
 namespace {
+
+// Prefixes an NCCL kernel replayed without a collective (kNoPeer in the header).
+const std::string kNoPeer = "(no peer traced) ";
 
 bool Has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
@@ -156,8 +160,36 @@ class Replayer {
       auto it = call_of.find(rt.ops[i].correlation);
       if (it != call_of.end()) ops_of[it->second].push_back(i), launcher[i] = it->second;
     }
+
+    // Each thread's calls in the order they started; a call inside the thread's previous call is
+    // not replayed (the graph merged it into that call).
+    std::vector<uint32_t> order(rt.calls.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto earlier = [&](uint32_t a, uint32_t b) {
+      return std::make_pair(rt.calls[a].start_ns, a) < std::make_pair(rt.calls[b].start_ns, b);
+    };
+    std::sort(order.begin(), order.end(), earlier);
+    std::vector<std::vector<uint32_t>> thread_calls(rt.threads.size());
+    std::vector<uint8_t> replayed(rt.calls.size(), 0);
+    {
+      std::vector<int64_t> thread_prev(rt.threads.size(), g_.origin_ns);
+      for (uint32_t ci : order) {
+        const CpuCall& c = rt.calls[ci];
+        int64_t& prev = thread_prev[c.thread];
+        if (c.end_ns <= prev && c.start_ns < prev) continue;  // inside the previous call
+        prev = std::max(prev, c.end_ns);
+        replayed[ci] = 1;
+        thread_calls[c.thread].push_back(ci);
+      }
+    }
+
     // Event waits: record after the source op's launch, wait before the target op's launch.
     std::vector<std::vector<Instr>> before(rt.calls.size()), after(rt.calls.size());
+    std::set<std::pair<uint32_t, uint32_t>> host_order;  // (call a, call b): b is issued after a
+    auto keep_order = [&](uint32_t a, uint32_t b) {
+      if (a == UINT32_MAX || b == UINT32_MAX || !replayed[a] || !replayed[b]) return;
+      if (rt.calls[a].thread != rt.calls[b].thread && earlier(a, b)) host_order.insert({a, b});
+    };
     for (uint32_t i = 0; i < rt.ops.size(); ++i) {
       uint32_t v = op_node_[r][i];
       if (v == UINT32_MAX || launcher[i] == UINT32_MAX) continue;
@@ -175,35 +207,124 @@ class Replayer {
         wait.event = rp.events++;
         wait.stream = stream[rt.ops[i].stream];
         before[launcher[i]].push_back(wait);
+        keep_order(launcher[src], launcher[i]);
       }
     }
-    // One CPU thread per rank issues every call in the order they started, with the CPU time
-    // between them as measured. (Several threads replayed independently could reorder their
-    // launches onto a shared stream from one iteration to the next, and NCCL kernels issued in
-    // different orders on different ranks deadlock, in the engine as on hardware.)
-    rp.threads.resize(1);
-    auto& code = rp.threads[0].code;
-    std::vector<uint32_t> order(rt.calls.size());
-    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](uint32_t a, uint32_t b) { return rt.calls[a].start_ns < rt.calls[b].start_ns; });
+
+    // Several threads run concurrently. What one thread did before another in the trace, and
+    // what the other depended on, is kept with host flags (program.h):
+    // - the graph's cross-thread hand-offs: the blocked thread's gap becomes a wait for the
+    //   waker's call, then the observed delay (the graph's own replay of the hand-off);
+    // - the launch order of each stream, and of the rank's collectives across streams: NCCL
+    //   kernels issued in another order than on the peers deadlock, in the engine as on hardware;
+    // - an event's record before the stream wait on it, a GPU op's launch before a sync on it.
+    std::vector<std::vector<std::pair<int32_t, double>>> handoff(rt.calls.size());  // (flag, delay ns)
+    std::vector<std::vector<int32_t>> wait_before(rt.calls.size()), signal_after(rt.calls.size());
+    std::vector<uint32_t> by_start(rt.ops.size());
+    for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
+    std::stable_sort(by_start.begin(), by_start.end(), [&](uint32_t a, uint32_t b) {
+      return std::make_pair(rt.ops[a].stream, rt.ops[a].start_ns) <
+             std::make_pair(rt.ops[b].stream, rt.ops[b].start_ns);
+    });
+    for (size_t k = 1; k < by_start.size(); ++k)
+      if (rt.ops[by_start[k - 1]].stream == rt.ops[by_start[k]].stream)
+        keep_order(launcher[by_start[k - 1]], launcher[by_start[k]]);
+    std::vector<uint32_t> collective_calls;
+    for (uint32_t i = 0; i < rt.ops.size(); ++i)
+      if (rt.ops[i].is_comm && launcher[i] != UINT32_MAX && collective_.count(op_node_[r][i]))
+        collective_calls.push_back(launcher[i]);
+    std::sort(collective_calls.begin(), collective_calls.end(), earlier);
+    for (size_t k = 1; k < collective_calls.size(); ++k) keep_order(collective_calls[k - 1], collective_calls[k]);
+    for (uint32_t ci = 0; ci < rt.calls.size(); ++ci) {
+      const uint32_t v = call_node_[r][ci];
+      if (v == UINT32_MAX || !replayed[ci]) continue;
+      for (uint32_t k = g_.pred_begin[v]; k < g_.pred_begin[v + 1]; ++k) {
+        const uint32_t u = g_.pred[k];
+        if (g_.pred_kind[k] == EdgeKind::kSync && IsGpu(g_.kind[u]) && g_.source[u] >= 0)
+          keep_order(launcher[static_cast<size_t>(g_.source[u])], ci);
+        if (g_.pred_kind[k] != EdgeKind::kCrossThread || g_.kind[u] != NodeKind::kCpuCall || g_.source[u] < 0) continue;
+        const uint32_t waker = static_cast<uint32_t>(g_.source[u]);
+        if (!replayed[waker] || rt.calls[waker].thread == rt.calls[ci].thread || !earlier(waker, ci)) continue;
+        signal_after[waker].push_back(rp.flags);
+        handoff[ci].push_back({rp.flags++, static_cast<double>(g_.pred_latency[k])});
+      }
+    }
+    for (const auto& [a, b] : host_order) {
+      signal_after[a].push_back(rp.flags);
+      wait_before[b].push_back(rp.flags++);
+    }
+
+    // One simulated thread per traced thread that made calls, in the trace's thread order; the
+    // first leads the iterations: it lets the others start each iteration and ends it when they
+    // all have, so that the trace (one iteration) repeats as a whole.
+    std::vector<uint32_t> traced;
+    for (uint32_t th = 0; th < thread_calls.size(); ++th)
+      if (!thread_calls[th].empty()) traced.push_back(th);
+    rp.threads.resize(std::max<size_t>(1, traced.size()));
+    const int32_t start_flags = rp.flags;
+    if (traced.size() > 1) rp.flags += 2 * static_cast<int32_t>(traced.size() - 1);  // start, done per follower
+    auto flag_instr = [](Op op, int32_t flag) {
+      Instr in;
+      in.op = op;
+      in.flag = flag;
+      return in;
+    };
+    for (size_t t = 0; t < traced.size(); ++t) {
+      auto& code = rp.threads[t].code;
+      const int32_t follower_flags = start_flags + 2 * (static_cast<int32_t>(t) - 1);
+      if (t == 0)
+        for (size_t u = 1; u < traced.size(); ++u)
+          code.push_back(flag_instr(Op::kSignal, start_flags + 2 * static_cast<int32_t>(u - 1)));
+      else
+        code.push_back(flag_instr(Op::kWait, follower_flags));
+      EmitThread(r, thread_calls[traced[t]], ops_of, before, after, handoff, wait_before, signal_after, stream, &code);
+      if (t == 0)
+        for (size_t u = 1; u < traced.size(); ++u)
+          code.push_back(flag_instr(Op::kWait, start_flags + 2 * static_cast<int32_t>(u - 1) + 1));
+      else
+        code.push_back(flag_instr(Op::kSignal, follower_flags + 1));
+    }
+  }
+
+  // One thread's calls with the CPU time between them as measured, its host waits before a call
+  // and its signals after.
+  void EmitThread(size_t r, const std::vector<uint32_t>& calls, const std::vector<std::vector<uint32_t>>& ops_of,
+                  const std::vector<std::vector<Instr>>& before, const std::vector<std::vector<Instr>>& after,
+                  const std::vector<std::vector<std::pair<int32_t, double>>>& handoff,
+                  const std::vector<std::vector<int32_t>>& wait_before,
+                  const std::vector<std::vector<int32_t>>& signal_after, std::map<int64_t, int32_t>& stream,
+                  std::vector<Instr>* out) {
+    const RankTrace& rt = t_.ranks[r];
+    std::vector<Instr>& code = *out;
     int64_t prev = g_.origin_ns;
     // CPU time the inserted cudaEventRecord/cudaStreamWaitEvent calls cost in the engine, taken
     // back from the following CPU gaps so that the CPU keeps its measured pace.
     double debt = 0;
-    for (uint32_t ci : order) {
+    auto cpu = [&](double ns) {
+      double repaid = std::min(std::max(ns, 0.0), debt);
+      ns -= repaid, debt -= repaid;
+      if (ns <= 0) return;
+      Instr in;
+      in.op = Op::kCpu;
+      in.cpu_ns = ns;
+      code.push_back(in);
+    };
+    auto flag = [&](Op op, int32_t f) {
+      Instr in;
+      in.op = op;
+      in.flag = f;
+      code.push_back(in);
+    };
+    for (uint32_t ci : calls) {
       const CpuCall& c = rt.calls[ci];
-      if (c.end_ns <= prev && c.start_ns < prev) continue;  // inside the previous call
-      auto cpu = [&](double ns) {
-        double repaid = std::min(std::max(ns, 0.0), debt);
-        ns -= repaid, debt -= repaid;
-        if (ns <= 0) return;
-        Instr in;
-        in.op = Op::kCpu;
-        in.cpu_ns = ns;
-        code.push_back(in);
-      };
-      cpu(static_cast<double>(std::max<int64_t>(0, c.start_ns - prev)));
+      if (handoff[ci].empty()) {
+        cpu(static_cast<double>(std::max<int64_t>(0, c.start_ns - prev)));
+      } else {  // blocked until another thread's call: wait for it, then the observed delay
+        double delay = 0;
+        for (const auto& [f, ns] : handoff[ci]) flag(Op::kWait, f), delay = std::max(delay, ns);
+        cpu(delay);
+      }
+      for (int32_t f : wait_before[ci]) flag(Op::kWait, f);
       prev = std::max(prev, c.end_ns);
       for (const Instr& in : before[ci]) code.push_back(in), debt += kEventCallNs;
       double dur = static_cast<double>(c.end_ns - c.start_ns);
@@ -239,6 +360,7 @@ class Replayer {
           break;
       }
       for (const Instr& in : after[ci]) code.push_back(in), debt += kEventCallNs;
+      for (int32_t f : signal_after[ci]) flag(Op::kSignal, f);
     }
   }
 
@@ -267,6 +389,10 @@ class Replayer {
       return in;
     }
     in.op = Op::kLaunch;
+    if (o.is_comm) {  // no peer in the trace to meet: a kernel of its measured time (see the header)
+      in.kernel = KernelFor(kNoPeer + name, o.name, KernelClass::kMemory, seconds);
+      return in;
+    }
     in.kernel = KernelFor(name, o.name, o.kind == GpuOpKind::kMemset ? KernelClass::kMemory : Classify(name), seconds);
     return in;
   }

@@ -1,14 +1,22 @@
 // replay_workload.h — the `replay` workload: an imported real trace re-executed on simulated
 // GPUs, so that real traces can be optimised in simulation.
 //
-// Each rank's API calls are replayed in the order they started by one CPU thread, with the CPU
-// time between calls kept as measured (several CPU threads of a rank are serialised: replayed
-// apart, they could reorder NCCL kernels on a shared stream and deadlock). Kernels get hidden characteristics inferred
+// Each traced CPU thread of a rank is replayed by its own simulated thread, its API calls in the
+// order they started and the CPU time between them as measured. The threads run concurrently,
+// ordered where the trace says one waited for another: the graph's cross-thread hand-offs (a
+// thread blocked until another's call: PyTorch's main thread in backward() and the autograd
+// thread) become host-flag waits (program.h) in place of the blocked gap. Host flags also keep
+// each stream's launch order and the rank's collectives in trace order (NCCL kernels issued in
+// another order than on the peers deadlock), an event's record before the wait on it and an op's
+// launch before a sync on it; and the first thread starts and ends each iteration for all.
+// A single-threaded trace gets no flags. Kernels get hidden characteristics inferred
 // from their names (GEMM, convolution and attention kernels compute-bound on tensor cores, NCCL kernels communication,
 // the rest memory-bound) and scaled so that, at the device's default clock, each takes its measured time. Ordering
 // comes from the execution graph: its event-wait edges become cudaEventRecord / cudaStreamWaitEvent pairs, its sync
-// edges the synchronising calls, its collective barriers NCCL groups. The trace is one iteration; the engine repeats
-// it.
+// edges the synchronising calls, its collective barriers NCCL groups. An NCCL kernel whose peers are not in the trace
+// (one rank of a larger job) has no one to meet: it runs as a plain kernel of its measured time (waits for the absent
+// peers included, as the graph keeps it), named "(no peer traced) " + its name. The trace is one iteration; the engine
+// repeats it.
 #pragma once
 
 #include <string>

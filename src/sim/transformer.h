@@ -153,6 +153,13 @@ struct Emitter {
     i.range = range;
     code.push_back(i);
   }
+  // A host flag signalled or awaited (program.h): no API call, so no launch gap.
+  void Flag(Op op, int32_t flag) {
+    Instr i;
+    i.op = op;
+    i.flag = flag;
+    code.push_back(i);
+  }
   void Collective(int32_t stream, int32_t kernel, int32_t group, double bytes) {
     Instr& i = Call(Op::kCollective, stream);
     i.kernel = kernel;

@@ -16,7 +16,13 @@ void BuildDp(const Spec& s, const Naming& nm, Program* p) {
   const bool reduce = s.parallel.dp > 1;
   if (reduce) p->groups.push_back(AllRanks(s.parallel.dp, "dp"));
 
-  Emitter e{{}, s.launch_gap_ns};
+  // The main thread runs the step; with threads.autograd, each micro-batch's backward pass runs on
+  // the autograd thread: the main thread signals flag 0 after the forward pass and waits on flag 1,
+  // which the autograd thread signals when the backward pass (and DDP's final wait for the
+  // all-reduces, the engine's end-of-backward callback) is done.
+  const bool autograd = s.threads.autograd;
+  Emitter e{{}, s.launch_gap_ns}, bwd{{}, s.launch_gap_ns};
+  Emitter& b = autograd ? bwd : e;
   const double params = LocalParams(passes), B = static_cast<double>(s.model.dtype_bytes);
   ZeroGrad(c, params, &e);
   double bucket = 0;
@@ -24,9 +30,9 @@ void BuildDp(const Spec& s, const Naming& nm, Program* p) {
     if (bucket <= 0) return;
     const int32_t k = kt.Add(AllReduceName(nm, bucket, "Sum", nm.nccl),
                              AllReduceKernel(bucket, static_cast<double>(s.parallel.dp), B));
-    e.Record(0, 0);
-    e.Wait(1, 0);
-    e.Collective(1, k, 0, bucket);
+    b.Record(0, 0);
+    b.Wait(1, 0);
+    b.Collective(1, k, 0, bucket);
     bucket = 0;
   };
   for (int64_t mb = 0; mb < s.parallel.microbatches; ++mb) {
@@ -35,23 +41,41 @@ void BuildDp(const Spec& s, const Naming& nm, Program* p) {
       e.Launch(0, ph.compute);
       e.Launch(0, ph.overlap);
     }
+    if (autograd) e.Flag(Op::kSignal, 0), b.Flag(Op::kWait, 0);
     for (const Phase& ph : passes.backward)
       for (const std::vector<Step>* steps : {&ph.compute, &ph.overlap})
         for (const Step& st : *steps) {
-          e.Launch(0, st.kernel);
+          b.Launch(0, st.kernel);
           if (!sync || st.grad_params <= 0) continue;
           bucket += st.grad_params * B;
           if (bucket >= s.parallel.bucket_bytes) flush();
         }
-    if (sync) flush();
-  }
-  if (reduce) {
-    e.Record(1, 1);
-    e.Wait(0, 1);
+    if (sync) {  // the last bucket, and stream 0 waits for the last all-reduce
+      flush();
+      b.Record(1, 1);
+      b.Wait(0, 1);
+    }
+    if (autograd) b.Flag(Op::kSignal, 1), e.Flag(Op::kWait, 1);
   }
   Optimizer(c, params, &e);
   FinishStep(&e);
-  const RankProgram rank = OneThread(std::move(e), 2, 2);
+  RankProgram rank = OneThread(std::move(e), 2, 2);
+  if (autograd) {
+    rank.threads.emplace_back().code = std::move(bwd.code);
+    rank.flags = 2;
+  }
+  // Threads that run free of the steps: a poller (cudaStreamQuery on the compute stream every
+  // poll_ns) and a data loader (CPU work only, prefetching: the main thread never waits for it).
+  if (s.threads.poll_ns > 0) {
+    Emitter poll{{}, s.threads.poll_ns};
+    poll.Call(Op::kStreamQuery, 0);
+    rank.threads.emplace_back().code = std::move(poll.code);
+  }
+  if (s.threads.loader_ns > 0) {
+    Emitter load{{}, 0};
+    load.Cpu(s.threads.loader_ns);
+    rank.threads.emplace_back().code = std::move(load.code);
+  }
   p->ranks.assign(static_cast<size_t>(s.parallel.dp), rank);
 }
 

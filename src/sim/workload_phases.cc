@@ -59,6 +59,7 @@ bool Append(Program q, int32_t start, size_t k, Program* out, std::string* err) 
     }
     to.streams = std::max(to.streams, from.streams);
     to.events = std::max(to.events, from.events);
+    to.flags = std::max(to.flags, from.flags);
     for (size_t t = 0; t < from.threads.size(); ++t) {
       std::vector<Instr> code = std::move(from.threads[t].code);
       for (Instr& in : code) {

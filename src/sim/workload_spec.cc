@@ -94,6 +94,17 @@ struct Fields {
     }
     return Fail(key, "expected one of " + list + " (got " + v->dump() + ")");
   }
+  // true or false; `def` when absent.
+  bool Bool(const char* key, bool def, bool* out) {
+    const json* v = Get(key);
+    if (v == nullptr) {
+      *out = def;
+      return true;
+    }
+    if (!v->is_boolean()) return Fail(key, "expected true or false (got " + v->dump() + ")");
+    *out = v->get<bool>();
+    return true;
+  }
   // A string; unchanged when absent, or an error `missing` when that is given.
   bool String(const char* key, std::string* out, const char* missing = nullptr) {
     const json* v = Get(key);
@@ -141,6 +152,7 @@ bool CheckSpec(const Spec& s, std::string* err) {
   if (s.kind != Kind::kTp && p.tp != 1) return fail("parallel.tp", "only kind tp supports tp > 1");
   if (s.kind != Kind::kPp && p.pp != 1) return fail("parallel.pp", "only kind pp supports pp > 1");
   if (s.kind != Kind::kDp && p.dp != 1) return fail("parallel.dp", "only kind dp supports dp > 1");
+  if (s.kind != Kind::kDp && s.threads.any()) return fail("threads", "only kind dp supports threads");
   for (auto [field, degree] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.dp", p.dp}})
     if (degree > kMaxRanks) return fail(field, "at most " + n(kMaxRanks) + " GPUs (got " + n(degree) + ")");
   if (m.layers * p.microbatches * p.tp * p.dp > kMaxPasses)
@@ -230,8 +242,10 @@ bool ReadSpec(const json& j, const std::string& default_name, Spec* s, std::stri
     }
   }
 
-  Fields model, parallel, cpu;
-  if (!top.Object("model", &model) || !top.Object("parallel", &parallel) || !top.Object("cpu", &cpu)) return false;
+  Fields model, parallel, cpu, threads;
+  if (!top.Object("model", &model) || !top.Object("parallel", &parallel) || !top.Object("cpu", &cpu) ||
+      !top.Object("threads", &threads))
+    return false;
   if (model.obj == nullptr) return top.Fail("model", "missing (an object)");
   ModelSpec& m = s->model;
   int arch = 0, attention = 0;
@@ -266,6 +280,12 @@ bool ReadSpec(const json& j, const std::string& default_name, Spec* s, std::stri
       !cpu.Finish())
     return false;
   s->launch_gap_ns = gap_us * 1e3;
+  double poll_ms = 0, loader_ms = 0;
+  if (!threads.Bool("autograd", false, &s->threads.autograd) || !threads.Number("poll_ms", true, 0, &poll_ms) ||
+      !threads.Number("loader_ms", true, 0, &loader_ms) || !threads.Finish())
+    return false;
+  s->threads.poll_ns = poll_ms * 1e6;
+  s->threads.loader_ns = loader_ms * 1e6;
   if (!top.Finish()) return false;
   return CheckSpec(*s, err);
 }

@@ -29,6 +29,14 @@ struct ParallelSpec {
   double bucket_bytes = 25.0 * 1024 * 1024;
 };
 
+// CPU threads beside the main one, as training jobs have them (kind dp).
+struct ThreadsSpec {
+  bool autograd = false;  // backward on an autograd thread, handed over by the blocked main thread
+  double poll_ns = 0;     // a poller's cudaStreamQuery period (0: no poller)
+  double loader_ns = 0;   // a data loader's CPU work per batch (0: no loader)
+  bool any() const { return autograd || poll_ns > 0 || loader_ns > 0; }
+};
+
 struct Spec {
   Kind kind = Kind::kTp;
   std::string name;
@@ -40,6 +48,7 @@ struct Spec {
   ParallelSpec parallel;
   double launch_gap_ns = 6000;
   double cpu_gflops = 1000;
+  ThreadsSpec threads;
 };
 
 // Bounds that keep a generated program small enough to build and run.

@@ -167,6 +167,48 @@ TEST(Engine, StreamQueryReturnsAtOnce) {
   EXPECT_NEAR(static_cast<double>(r.calls[2].end_ns), 7000 + KernelNs(p, 0, 1410) + 2000, 1);
 }
 
+// A background thread (a poller: cpu 5 µs, cudaStreamQuery [2 µs]) repeats until the steps end and
+// does not hold the run: the main thread's 3 iterations of 10 µs end it at 30 µs, after 4 polls
+// (at 5, 12, 19 and 26 µs; the next would start at 33 µs), not after 3 as a step-bound thread.
+TEST(Engine, BackgroundThreadRepeatsUntilTheStepsEnd) {
+  Program p = OneRank({Cpu(10000)});
+  p.ranks[0].threads.resize(2);
+  p.ranks[0].threads[1].code = {Cpu(5000), Make(Op::kStreamQuery, 0)};
+  p.ranks[0].threads[1].background = true;
+  std::string err;
+  ASSERT_TRUE(Validate(p, &err)) << err;
+  Engine e(p, Exact(3));
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const RankTrace& r = e.trace().ranks[0];
+  ASSERT_EQ(r.iterations.size(), 3u);
+  EXPECT_EQ(r.iterations.back().end_ns, 30000);
+  ASSERT_EQ(r.calls.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(r.calls[i].start_ns, 5000 + 7000 * static_cast<int64_t>(i));
+}
+
+// What a background thread may not be: thread 0 (it marks the iterations), a user of host flags
+// or collectives, or code without CPU time (it would repeat forever at one instant).
+TEST(Engine, BackgroundThreadsAreChecked) {
+  Program p = OneRank({Cpu(10000)});
+  p.ranks[0].threads[0].background = true;
+  std::string err;
+  EXPECT_FALSE(Validate(p, &err));
+  EXPECT_NE(err.find("thread 0 marks the iterations"), std::string::npos) << err;
+  p.ranks[0].threads[0].background = false;
+  p.ranks[0].flags = 1;
+  p.ranks[0].threads[0].code = {Cpu(10000), Flag(Op::kWait, 0)};
+  p.ranks[0].threads.resize(2);
+  p.ranks[0].threads[1].code = {Cpu(5000), Flag(Op::kSignal, 0)};
+  p.ranks[0].threads[1].background = true;
+  EXPECT_FALSE(Validate(p, &err));
+  EXPECT_NE(err.find("background thread 1: signal"), std::string::npos) << err;
+  p.ranks[0].flags = 0;
+  p.ranks[0].threads[0].code = {Cpu(10000)};
+  p.ranks[0].threads[1].code = {Make(Op::kStreamQuery, 0)};
+  EXPECT_FALSE(Validate(p, &err));
+  EXPECT_NE(err.find("background thread 1: its code takes no CPU time"), std::string::npos) << err;
+}
+
 // Two threads hand work to each other through host flags, 3 iterations:
 //   thread 0: cpu 10 µs, signal 0, wait 1
 //   thread 1: wait 0, launch [4 µs], cpu 6 µs, signal 1

@@ -184,6 +184,7 @@ struct ThreadState {
   int iter = 0;
   size_t phase = 0;  // of the program (Program::phase_starts)
   bool done = false;
+  bool background = false;  // Thread::background: repeats until the run ends
   // A blocking call in progress.
   // kFlag: waiting for a signal of host flag `target` (not an API call: nothing is recorded).
   enum Block : uint8_t { kNone, kEvent, kStream, kDevice, kCopy, kFlag } block = kNone;
@@ -474,7 +475,7 @@ struct Engine::State {
     const std::vector<Instr>& code = *th.code;
     if (th.pc == code.size()) {
       th.pc = 0;
-      if (++th.iter == opt.iterations) {
+      if (++th.iter == opt.iterations && !th.background) {
         th.done = true;
         --live_threads;
         return;
@@ -1061,13 +1062,14 @@ struct Engine::State {
         th.rank = static_cast<int32_t>(r);
         th.index = static_cast<int32_t>(t);
         th.code = &rp.threads[t].code;
+        th.background = rp.threads[t].background;
         rank_threads[r].push_back(static_cast<int32_t>(threads.size()));
         threads.push_back(th);
         rt.threads.push_back({static_cast<int64_t>(1000 + r), static_cast<int64_t>(1000 + r + t)});
       }
     }
     for (size_t t = 0; t < threads.size(); ++t) Push(0, kThreadResume, static_cast<int32_t>(t));
-    live_threads = static_cast<int64_t>(threads.size());
+    for (const ThreadState& th : threads) live_threads += th.background ? 0 : 1;
     for (size_t gi = 0; gi < gpus.size(); ++gi) {
       StartTelemetry(static_cast<int32_t>(gi));
       Push(kPowerControlPeriodNs, kPowerControl, static_cast<int32_t>(gi));

@@ -104,6 +104,8 @@ bool Validate(const Program& p, std::string* err) {
     if (rp.streams < 1) return fail("rank " + std::to_string(r) + ": needs at least one stream");
     if (rp.events < 0) return fail("rank " + std::to_string(r) + ": negative event count");
     if (rp.flags < 0) return fail("rank " + std::to_string(r) + ": negative flag count");
+    if (rp.threads[0].background)
+      return fail("rank " + std::to_string(r) + ": thread 0 marks the iterations and cannot be a background thread");
     for (size_t t = 0; t < rp.threads.size(); ++t)
       if (rp.threads[t].phase_code.size() != phases - 1)
         return fail("rank " + std::to_string(r) + " thread " + std::to_string(t) + ": code for " +
@@ -123,6 +125,18 @@ bool Validate(const Program& p, std::string* err) {
 
       for (size_t t = 0; t < rp.threads.size(); ++t) {
         const std::vector<Instr>& code = code_of(rp.threads[t]);
+        if (rp.threads[t].background) {
+          double cpu_ns = 0;
+          for (const Instr& in : code) {
+            if (in.op == Op::kSignal || in.op == Op::kWait || in.op == Op::kCollective)
+              return fail("rank " + std::to_string(r) + " background thread " + std::to_string(t) + ": " +
+                          OpName(in.op) + " (a background thread may not use host flags or collectives)");
+            if (in.op == Op::kCpu) cpu_ns += in.cpu_ns;
+          }
+          if (!(cpu_ns > 0))
+            return fail("rank " + std::to_string(r) + " background thread " + std::to_string(t) +
+                        ": its code takes no CPU time (it would repeat forever at one instant)");
+        }
         for (size_t i = 0; i < code.size(); ++i) {
           const Instr& in = code[i];
           // Built only for a message (a program has up to millions of instructions).

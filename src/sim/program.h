@@ -81,6 +81,10 @@ struct Group {
 struct Thread {
   std::vector<Instr> code;                     // one iteration (of the first phase)
   std::vector<std::vector<Instr>> phase_code;  // one iteration of each later phase (Program::phase_starts)
+  // A thread that runs free of the steps (a poller, a data loader): it repeats its code until the
+  // other threads have run every iteration and the GPUs are idle, and the run ends without it. It
+  // may not use host flags or collectives, and its code must take CPU time.
+  bool background = false;
 };
 
 struct RankProgram {

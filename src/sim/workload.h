@@ -30,12 +30,12 @@
 //                                autograd engine thread, which waits for the main thread's forward
 //                                pass; the main thread blocks until it ends (default false)
 //                 poll_ms        a poller thread: one cudaStreamQuery every poll_ms, launching
-//                                nothing, for as many polls as the run has iterations (default 0: none)
+//                                nothing (default 0: none)
 //                 loader_ms      a data-loader thread: loader_ms of CPU work per batch, no CUDA
-//                                calls, for as many batches as iterations (default 0: none)
-//                 The poller and the loader run free of the steps: ground truth for background threads.
-//                 The run lasts until the last of them ends (a poller: iterations × poll_ms), and the
-//                 engine's last iteration runs until then, so measure such runs with that in mind.
+//                                calls (default 0: none)
+//                 The poller and the loader run free of the steps (Thread::background): they
+//                 repeat until the steps end, and the run ends without them; ground truth for
+//                 background threads.
 // Unknown fields are errors, so that a misspelt field cannot silently fall back to its default.
 // Kind "replay" (LoadWorkload only) has "trace" (a trace file or directory, relative to the spec;
 // replay_workload.h), "device", "name" and "description", and no other field.

@@ -69,12 +69,16 @@ void BuildDp(const Spec& s, const Naming& nm, Program* p) {
   if (s.threads.poll_ns > 0) {
     Emitter poll{{}, s.threads.poll_ns};
     poll.Call(Op::kStreamQuery, 0);
-    rank.threads.emplace_back().code = std::move(poll.code);
+    Thread& t = rank.threads.emplace_back();
+    t.code = std::move(poll.code);
+    t.background = true;
   }
   if (s.threads.loader_ns > 0) {
     Emitter load{{}, 0};
     load.Cpu(s.threads.loader_ns);
-    rank.threads.emplace_back().code = std::move(load.code);
+    Thread& t = rank.threads.emplace_back();
+    t.code = std::move(load.code);
+    t.background = true;
   }
   p->ranks.assign(static_cast<size_t>(s.parallel.dp), rank);
 }

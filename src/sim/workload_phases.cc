@@ -61,6 +61,11 @@ bool Append(Program q, int32_t start, size_t k, Program* out, std::string* err) 
     to.events = std::max(to.events, from.events);
     to.flags = std::max(to.flags, from.flags);
     for (size_t t = 0; t < from.threads.size(); ++t) {
+      if (from.threads[t].background != to.threads[t].background) {
+        *err = where + "rank " + std::to_string(r) + " thread " + std::to_string(t) +
+               " runs free of the steps in one phase and not in phase 0: a phase changes the work, not the threads";
+        return false;
+      }
       std::vector<Instr> code = std::move(from.threads[t].code);
       for (Instr& in : code) {
         if (in.kernel >= 0) in.kernel += kernels;

@@ -207,7 +207,17 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
   const Packing& pk = *in_.packing;
   const size_t n = g.nodes();
   const int nc = clocks(), c0 = in_.default_clock;
-  std::vector<double>& finish = st->finish_ns;
+  // The hot loop reads flat arrays through plain pointers.
+  const double* anchor = g.anchor.data();
+  const double* duration = g.duration.data();
+  const uint32_t* pred_begin = g.pred_begin.data();
+  const uint32_t* pred = g.pred.data();
+  const float* pred_latency = g.pred_latency.data();
+  const uint32_t* pack_of = pk.pack_of.empty() ? nullptr : pk.pack_of.data();
+  const uint32_t* first_member = first_member_.data();
+  const double* pack_time = in_.pack_time_s.data();
+  double* finish = st->finish_ns.data();
+  int* pack_clock = st->pack_clock.data();
   std::vector<double>& iter_start = st->iter_start_ns;
   std::vector<char>& iter_known = st->iter_known;
   // Until its marker node is reached, an iteration's start is taken as observed, shifted by the
@@ -217,14 +227,14 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
   double end = 0;
   for (size_t v = 0; v < v0; ++v) end = std::max(end, finish[v]);
   for (size_t v = v0; v < n; ++v) {
-    double start = g.anchor[v];
-    for (uint32_t e = g.pred_begin[v]; e < g.pred_begin[v + 1]; ++e)
-      start = std::max(start, finish[g.pred[e]] + g.pred_latency[e]);
+    double start = anchor[v];
+    for (uint32_t e = pred_begin[v]; e < pred_begin[v + 1]; ++e)
+      start = std::max(start, finish[pred[e]] + pred_latency[e]);
     if (start == kNoAnchor) start = 0;
-    double d = g.duration[v];
-    const uint32_t p = pk.pack_of.empty() ? kNoPack : pk.pack_of[v];
+    double d = duration[v];
+    const uint32_t p = pack_of ? pack_of[v] : kNoPack;
     if (p != kNoPack) {
-      if (first_member_[p] == v) {
+      if (first_member[p] == v) {
         const int k = node_iteration_[v];
         if (k >= 0 && !iter_known[k]) {
           iter_start[k] = in_.iteration_start_ns[k] + (start - g.observed_start[v]);
@@ -232,10 +242,10 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
         }
         const double offset = k >= 0 ? start - iter_start[k] : 0;
         st->pack_offset_ns[p] = offset;
-        st->pack_clock[p] = ClockAt(s, g.rank[v], k, offset);
+        pack_clock[p] = ClockAt(s, g.rank[v], k, offset);
       }
       const size_t row = static_cast<size_t>(p) * nc;
-      d *= in_.pack_time_s[row + st->pack_clock[p]] / in_.pack_time_s[row + c0];
+      d *= pack_time[row + pack_clock[p]] / pack_time[row + c0];
     }
     finish[v] = start + d;
     end = std::max(end, finish[v]);

@@ -257,7 +257,8 @@ void Refine(const Predictor& predictor, const SearchOptions& opt, const std::vec
       if (Spaced(points, clock, groups, eps_ns)) tries.push_back({c, schedule_of(clock), {}, 0});
     }
     ParallelFor(threads, tries.size(), [&](size_t i, int worker) {
-      tries[i].result = predictor.RunFrom(tries[i].schedule, best->schedule, pass, &scratch[worker]);
+      tries[i].result = opt.incremental ? predictor.RunFrom(tries[i].schedule, best->schedule, pass, &scratch[worker])
+                                        : predictor.Run(tries[i].schedule, &scratch[worker]);
       tries[i].nodes = scratch[worker].nodes_computed;
     });
     const Try* taken = nullptr;

@@ -22,10 +22,12 @@
 // half on a one-iteration trace, but 1/(2K) on K iterations (the schedule repeats in each, so a
 // change at offset t affects iteration 0 from t on and every later iteration, shifted by the delay
 // it adds), and the survivors' passes are computed once more to be kept (a child's would take a
-// graph's worth of memory each). Measured: 15 % fewer nodes computed and 7-9 % less time on PP-4's
-// 4 traced iterations, 7.5 % fewer nodes and no time on search_bench's TP-4 (README). A point's
-// children are predicted on `threads` threads, each with its own pass state, and filed in one fixed
-// order, so the answer is the same for any number of threads.
+// graph's worth of memory each). Measured against whole passes by the same build, one thread:
+// on PP-4's 4 traced iterations 15 % fewer nodes computed and 3-9 % less time; on search_bench's
+// TP-4 7.5 % fewer nodes and no less time (the copies and the survivors' passes take it back).
+// A point's children are predicted on `threads` threads, each with its own pass state, and filed in
+// one fixed order, so the answer is the same for any number of threads (1.85x on search_bench with
+// two threads when the machine's second core is free).
 //
 // Pipeline stages are not searched as separate problems: the stages of one pipeline wait for each
 // other (send/recv), so a clock on one stage moves the others' work, and every GPU shares the one

@@ -46,6 +46,12 @@ if [ -d "$workloads" ]; then
   "$emo" optimize --workload "$workloads/tp2-gpt3-6.7b-a100.json" --budget 0.05 --no-check --save-trace "$tmp/ot" \
     --save-packs "$tmp/ot-packs.json" --json "$tmp/ot-sim.json" >/dev/null 2>&1
   check "optimize saves its trace and pack metrics" test -f "$tmp/ot/rank-1.json" -a -f "$tmp/ot-packs.json"
+  "$emo" optimize --workload "$workloads/tp2-gpt3-6.7b-a100.json" --budget 0.05 --no-check --search-threads 1 \
+    --json "$tmp/ot-sim1.json" >/dev/null 2>&1
+  check "optimize --search-threads 1 finds the policy that every core found" python3 -c "
+import json, sys
+a, b = json.load(open('$tmp/ot-sim.json')), json.load(open('$tmp/ot-sim1.json'))
+sys.exit(0 if a['policy'] == b['policy'] and a['predicted'] == b['predicted'] and b['search']['threads'] == 1 else 1)"
   read -r ot_power ot_clock < <(python3 -c "
 import json; d = json.load(open('$tmp/ot-sim.json'))
 print(','.join(map(str, d['default_power_w'])), ','.join(map(str, d['mean_clock_mhz'])))")

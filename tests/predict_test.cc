@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <random>
 
 #include "graph/builder.h"
 #include "graph/replay.h"
 #include "packed_graph.h"
+#include "search_instances.h"
 #include "sim/engine.h"
 #include "sim/workload.h"
+#include "simulated_instance.h"
 
 namespace emo {
 namespace {
@@ -122,6 +125,131 @@ TEST(Predict, RefusesInconsistentInput) {
   in = TwoPacks(pg, 6);
   in.measured_energy_j = {1, 2};
   EXPECT_FALSE(p.Init(in, &err));
+}
+
+// RunFrom keeps the nodes before the first pack whose clock changes. Tiny instance: stream 1 runs
+// kernels 1 (0-30 ms) and 2 (30-60 ms), stream 2 kernels 3 (0-20 ms) and 4 (20-35 ms), in node
+// order 0..4. A landing moved from 40 ms to 25 ms changes the clock of kernel 2 only (kernel 4
+// started at 20 ms): nodes 2, 3 and 4 are computed again, 0 and 1 kept.
+TEST(PredictFrom, KeepsTheNodesBeforeTheFirstChangedPack) {
+  TinyInstance inst;
+  ASSERT_EQ(inst.err, "");
+  Predictor::PassState a, b;
+  const Schedule before{{{40e6, 0}}}, after{{{25e6, 0}}};
+  inst.pred.Run(before, &a);
+  EXPECT_EQ(a.nodes_computed, 5);
+  const Predictor::Result r = inst.pred.RunFrom(after, before, a, &b);
+  EXPECT_EQ(b.nodes_computed, 3);
+  EXPECT_EQ(r.end_ns, inst.pred.Run(after).end_ns);
+  // A landing after every pack started changes nothing but the idle power's mean.
+  const Schedule late{{{40e6, 0}, {70e6, 1}}};
+  const Predictor::Result l = inst.pred.RunFrom(late, before, a, &b);
+  EXPECT_EQ(b.nodes_computed, 0);
+  EXPECT_EQ(l.end_ns, inst.pred.Run(before).end_ns);
+  EXPECT_EQ(l.energy_j, inst.pred.Run(late).energy_j);
+  EXPECT_NE(l.energy_j, inst.pred.Run(before).energy_j);
+}
+
+// Random schedules: per GPU none, or up to 6 landings anywhere around the iteration (now and then
+// out of time order), at random clocks.
+Schedule RandomSchedule(std::mt19937& rng, int gpus, int clocks, double period_ns) {
+  std::uniform_real_distribution<double> u01(0, 1);
+  Schedule s(gpus);
+  for (std::vector<Landing>& l : s) {
+    if (u01(rng) < 0.2) continue;
+    const int k = 1 + static_cast<int>(u01(rng) * 6);
+    for (int i = 0; i < k; ++i)
+      l.push_back({(-0.1 + 1.2 * u01(rng)) * period_ns, static_cast<int>(u01(rng) * clocks) % clocks});
+    if (u01(rng) < 0.9)
+      std::sort(l.begin(), l.end(), [](const Landing& x, const Landing& y) { return x.t_ns < y.t_ns; });
+  }
+  return s;
+}
+
+// A change as the search makes them: one GPU's landings from some index on replaced (the earlier
+// ones kept), or its last clock changed, or now and then a schedule with nothing in common.
+Schedule Mutate(std::mt19937& rng, const Schedule& s, int clocks, double period_ns) {
+  std::uniform_real_distribution<double> u01(0, 1);
+  if (u01(rng) < 0.15) return RandomSchedule(rng, static_cast<int>(s.size()), clocks, period_ns);
+  Schedule out = s;
+  std::vector<Landing>& l = out[static_cast<size_t>(u01(rng) * s.size()) % s.size()];
+  if (!l.empty() && u01(rng) < 0.2) {
+    l.back().clock = (l.back().clock + 1) % clocks;
+    return out;
+  }
+  l.resize(static_cast<size_t>(u01(rng) * (l.size() + 1)) % (l.size() + 1));
+  double t = l.empty() ? -0.1 * period_ns : l.back().t_ns;
+  const int k = static_cast<int>(u01(rng) * 4);
+  for (int i = 0; i < k; ++i) {
+    t += u01(rng) * 0.4 * period_ns;
+    l.push_back({t, static_cast<int>(u01(rng) * clocks) % clocks});
+  }
+  return out;
+}
+
+// Chains of changes, each predicted from the one before (into a state of its own or in place),
+// against the whole pass of a predictor that saw nothing else: the same bits.
+void ExpectRunFromMatchesRun(Predictor& pred, uint32_t seed, int chains, int length) {
+  std::mt19937 rng(seed);
+  const int64_t n = static_cast<int64_t>(pred.input().graph->nodes());
+  int64_t kept = 0, computed = 0;
+  for (int c = 0; c < chains; ++c) {
+    Schedule s = RandomSchedule(rng, pred.gpus(), pred.clocks(), pred.period_ns());
+    Predictor::PassState state, other;
+    pred.Run(s, &state);
+    for (int i = 0; i < length; ++i) {
+      SCOPED_TRACE("chain " + std::to_string(c) + ", change " + std::to_string(i));
+      const Schedule next = Mutate(rng, s, pred.clocks(), pred.period_ns());
+      const bool in_place = i % 2 == 1;
+      Predictor::PassState* out = in_place ? &state : &other;
+      const Predictor::Result r = pred.RunFrom(next, s, state, out);
+      if (!in_place) std::swap(state, other);
+      const Predictor::Result full = pred.Run(next);
+      ASSERT_EQ(r.end_ns, full.end_ns);
+      ASSERT_EQ(r.energy_j, full.energy_j);
+      ASSERT_EQ(r.gpu_energy_j, full.gpu_energy_j);
+      computed += state.nodes_computed;
+      kept += n - state.nodes_computed;
+      s = next;
+    }
+  }
+  // The test means something only if passes started part-way.
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(computed, 0);
+}
+
+TEST(PredictFrom, MatchesTheWholePassOnRandomInstances) {
+  for (uint32_t seed : {1u, 2u, 3u, 4u, 5u}) {
+    SCOPED_TRACE(seed);
+    RandomInstance inst(seed, 12);
+    ASSERT_EQ(inst.err, "");
+    ExpectRunFromMatchesRun(inst.pred, seed, 20, 20);
+  }
+}
+
+// Three iterations with no marker node (the graph's only CPU call is at its start): their starts
+// are guessed from the delay of their first packs, a path of its own for the resumed pass.
+TEST(PredictFrom, MatchesTheWholePassWithGuessedIterationStarts) {
+  for (uint32_t seed : {6u, 7u}) {
+    SCOPED_TRACE(seed);
+    RandomInstance inst(seed, 30);
+    ASSERT_EQ(inst.err, "");
+    PredictorInput in = inst.pred.input();
+    const double end = inst.pred.base().end_ns;
+    in.iteration_start_ns = {0, end / 3, 2 * end / 3};
+    Predictor pred;
+    std::string err;
+    ASSERT_TRUE(pred.Init(in, &err)) << err;
+    ExpectRunFromMatchesRun(pred, seed, 10, 20);
+  }
+}
+
+// A simulated pipeline traced over three iterations, with their marker nodes.
+TEST(PredictFrom, MatchesTheWholePassOnASimulatedPipeline) {
+  SimulatedInstance inst("pp2-qwen2-7b-uniform-a100.json", 3);
+  ASSERT_EQ(inst.err, "");
+  ASSERT_EQ(inst.pred.iterations(), 3);
+  ExpectRunFromMatchesRun(inst.pred, 8, 4, 10);
 }
 
 }  // namespace

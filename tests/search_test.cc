@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "search_instances.h"
+#include "simulated_instance.h"
 
 namespace emo {
 namespace {
@@ -128,6 +129,82 @@ TEST(Search, ReplicasShareAGroup) {
   g.rank = {0, 1, 2, 1, 2};
   g.name = {5, 5, 5, 6, 6};
   EXPECT_EQ(ReplicaGroups(g, 3), (std::vector<int>{0, 1, 0}));
+}
+
+void ExpectSameSearch(const SearchResult& a, const SearchResult& b) {
+  EXPECT_EQ(a.predicted.end_ns, b.predicted.end_ns);
+  EXPECT_EQ(a.predicted.energy_j, b.predicted.energy_j);
+  EXPECT_EQ(a.evaluations, b.evaluations);
+  ASSERT_EQ(a.schedule.size(), b.schedule.size());
+  for (size_t gpu = 0; gpu < a.schedule.size(); ++gpu) {
+    ASSERT_EQ(a.schedule[gpu].size(), b.schedule[gpu].size()) << "GPU " << gpu;
+    for (size_t i = 0; i < a.schedule[gpu].size(); ++i) {
+      EXPECT_EQ(a.schedule[gpu][i].t_ns, b.schedule[gpu][i].t_ns);
+      EXPECT_EQ(a.schedule[gpu][i].clock, b.schedule[gpu][i].clock);
+    }
+  }
+}
+
+// The answer does not depend on the threads (one, two and five), nor on whether the passes start
+// from the change (the whole pass is the reference), bit for bit, with and without the local search.
+TEST(Search, ThreadsAndPartialPassesDoNotChangeTheAnswer) {
+  for (uint32_t seed : {11u, 12u, 13u}) {
+    SCOPED_TRACE(seed);
+    RandomInstance inst(seed, 16);
+    ASSERT_EQ(inst.err, "");
+    for (bool local : {false, true}) {
+      SearchOptions o;
+      o.budget = 0.1;
+      o.grid_ms = 10;
+      o.min_interval_ms = 10;
+      o.local_search = local;
+      o.incremental = false;
+      o.threads = 1;
+      SearchResult whole;
+      std::string err;
+      ASSERT_TRUE(Search(inst.pred, o, &whole, &err)) << err;
+      EXPECT_LT(whole.predicted.energy_j, inst.pred.base().energy_j);  // it found something
+      o.incremental = true;
+      for (int threads : {1, 2, 5}) {
+        SCOPED_TRACE(threads);
+        o.threads = threads;
+        SearchResult r;
+        ASSERT_TRUE(Search(inst.pred, o, &r, &err)) << err;
+        EXPECT_EQ(r.threads, threads);
+        ExpectSameSearch(whole, r);
+        EXPECT_LT(r.nodes_computed, whole.nodes_computed);
+      }
+    }
+  }
+}
+
+// The same on a simulated pipeline traced over three iterations (two policy groups); the schedule
+// the search reports predicts what it says.
+TEST(Search, ThreadsAndPartialPassesDoNotChangeTheAnswerOnASimulatedPipeline) {
+  SimulatedInstance inst("pp2-qwen2-7b-uniform-a100.json", 3);
+  ASSERT_EQ(inst.err, "");
+  SearchOptions o;
+  o.budget = 0.05;
+  o.grid_ms = 100;
+  o.max_candidates = 4;
+  o.max_states = 4;
+  o.dvfs_jitter_ms = 0;  // the reported schedule is then the one predicted
+  o.group = ReplicaGroups(inst.g, inst.pred.gpus());
+  o.incremental = false;
+  o.threads = 1;
+  SearchResult whole, one, three;
+  std::string err;
+  ASSERT_TRUE(Search(inst.pred, o, &whole, &err)) << err;
+  o.incremental = true;
+  ASSERT_TRUE(Search(inst.pred, o, &one, &err)) << err;
+  o.threads = 3;
+  ASSERT_TRUE(Search(inst.pred, o, &three, &err)) << err;
+  ExpectSameSearch(whole, one);
+  ExpectSameSearch(whole, three);
+  EXPECT_LT(whole.predicted.energy_j, inst.pred.base().energy_j);
+  const Predictor::Result again = inst.pred.Run(whole.schedule);
+  EXPECT_EQ(again.end_ns, whole.predicted.end_ns);
+  EXPECT_EQ(again.energy_j, whole.predicted.energy_j);
 }
 
 }  // namespace

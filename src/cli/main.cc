@@ -204,6 +204,9 @@ int main(int argc, char** argv) {
   o->add_flag("--local-search", opt.local_search,
               "after the search, try each change point at each clock (closer to the model's optimum; measured "
               "worse on the simulated bench, see the README)");
+  o->add_option("--search-threads", opt.search_threads,
+                "threads predicting the search's candidate schedules (0: every core; the answer is the same)")
+      ->check(CLI::NonNegativeNumber);
   o->add_option("--pack-ms", opt.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
   o->add_option("--json", opt.json, "write the results as JSON to a file ('-': stdout)");
 

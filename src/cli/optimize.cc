@@ -41,6 +41,7 @@ SearchOptions SearchOptionsOf(const OptimizeOptions& opt, const Graph& g, int gp
   so.max_candidates = opt.max_clocks;
   so.max_states = opt.max_states;
   so.local_search = opt.local_search;
+  so.threads = opt.search_threads;
   return so;
 }
 
@@ -359,7 +360,8 @@ int RunOptimize(const OptimizeOptions& opt) {
   j["default_power_w"] = pl.default_power_w;
   j["mean_clock_mhz"] = pl.mean_clock_mhz;
   j["checks"] = cs.checks;
-  j["search"] = {{"seconds", sr.seconds}, {"evaluations", sr.evaluations}, {"points", sr.points}, {"groups", groups}};
+  j["search"] = {{"seconds", sr.seconds}, {"evaluations", sr.evaluations}, {"nodes_computed", sr.nodes_computed},
+                 {"threads", sr.threads}, {"points", sr.points},           {"groups", groups}};
   j["predicted"] = predicted;
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
 

@@ -216,7 +216,7 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
   if (check && !MeasureDefaults(pl.program, {check_seed, check_seed + 1}, iterations, &d, err)) return false;
   double seconds = 0, best_saving = 0;
   BudgetBracket bracket;
-  int64_t evaluations = 0;
+  int64_t evaluations = 0, nodes_computed = 0;
   bool have = false;
   int static_clock = -1;  // the model's best single clock at the budget asked for
   int points = 0;
@@ -227,6 +227,7 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
     points = r.points;
     seconds += r.seconds;
     evaluations += r.evaluations;
+    nodes_computed += r.nodes_computed;
     const FrequencyPolicy p = PolicyFromSchedule(r.schedule, pl.profile.clocks_mhz, so.dvfs_latency_ms);
     if (!check) {
       out->result = r, out->policy = p, have = true;
@@ -308,6 +309,7 @@ bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, u
   }
   out->result.seconds = seconds;
   out->result.evaluations = evaluations;
+  out->result.nodes_computed = nodes_computed;
   out->result.points = points;
   return true;
 }

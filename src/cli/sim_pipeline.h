@@ -126,7 +126,7 @@ inline constexpr double kCheckTolerance = 0.0025;
 inline constexpr int kMaxSearches = 4;
 inline constexpr int kMaxStaticChecks = 4;
 struct CheckedSearch {
-  SearchResult result;  // of the kept policy; seconds and evaluations summed over the searches
+  SearchResult result;  // of the kept policy; seconds, evaluations and nodes computed summed over the searches
   FrequencyPolicy policy;
   std::vector<std::string> lines;  // one per check, for the report
   nlohmann::ordered_json checks = nlohmann::ordered_json::array();

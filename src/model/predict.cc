@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "graph/replay.h"
 
@@ -68,10 +69,12 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
   first_member_.resize(np);
   for (size_t p = 0; p < np; ++p) first_member_[p] = pk.members[pk.member_begin[p]];
 
-  finish_.assign(n, 0);
-  pack_clock_.assign(np, in_.default_clock);
-  iter_start_.assign(starts.size(), 0);
-  iter_known_.assign(starts.size(), 0);
+  // Packs in the order of their first members, which is the pass's (RunFrom looks for the first
+  // pack whose clock changes).
+  pack_order_.resize(np);
+  for (size_t p = 0; p < np; ++p) pack_order_[p] = static_cast<uint32_t>(p);
+  std::sort(pack_order_.begin(), pack_order_.end(),
+            [&](uint32_t a, uint32_t b) { return first_member_[a] < first_member_[b]; });
 
   // Per GPU: the union of its packs' spans and their time at default clocks.
   pack_union_ns_.assign(gpus_, 0);
@@ -97,7 +100,7 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
       starts.size() >= 2 ? (starts.back() - starts.front()) / static_cast<double>(starts.size() - 1) : base_.end_ns;
   for (int r = 0; r < gpus_; ++r) {
     // With k = 1 the prediction is fixed + dynamic; the measurement fixes k.
-    const double dynamic_j = dynamic_j_[r], fixed_j = base_.gpu_energy_j[r] - dynamic_j;
+    const double dynamic_j = state_.dynamic_j[r], fixed_j = base_.gpu_energy_j[r] - dynamic_j;
     double k = dynamic_j > 0 ? (in_.measured_energy_j[r] - fixed_j) / dynamic_j : 1;
     if (!(k >= kMinEnergyScale && k <= kMaxEnergyScale)) {
       k = std::clamp(std::isfinite(k) ? k : 1.0, kMinEnergyScale, kMaxEnergyScale);
@@ -119,53 +122,144 @@ int Predictor::LowestUsefulClock() const {
   return lowest;
 }
 
-int Predictor::ClockAt(int gpu, int iteration, double start_ns, const Schedule& s) const {
+int Predictor::ClockAt(const Schedule& s, int gpu, int iteration, double offset_ns) const {
   if (iteration < 0 || static_cast<size_t>(gpu) >= s.size() || s[gpu].empty()) return in_.default_clock;
   const std::vector<Landing>& l = s[gpu];
-  const double x = start_ns - iter_start_[iteration];
   for (size_t i = l.size(); i-- > 0;)
-    if (l[i].t_ns <= x) return l[i].clock;
+    if (l[i].t_ns <= offset_ns) return l[i].clock;
   return iteration == 0 ? in_.default_clock : l.back().clock;
 }
 
-Predictor::Result Predictor::Run(const Schedule& s) {
+Predictor::Result Predictor::Run(const Schedule& s) { return Run(s, &state_); }
+
+Predictor::Result Predictor::Run(const Schedule& s, PassState* st) const {
+  st->finish_ns.resize(in_.graph->nodes());
+  st->pack_clock.assign(in_.packing->packs(), in_.default_clock);
+  st->pack_offset_ns.assign(in_.packing->packs(), 0);
+  st->iteration_writes.clear();
+  st->iter_start_ns = in_.iteration_start_ns;
+  st->iter_known.assign(in_.iteration_start_ns.size(), 0);
+  return Pass(s, 0, st);
+}
+
+size_t Predictor::FirstAffectedNode(const Schedule& s, const Schedule& from_s, const PassState& from) const {
+  // Per GPU, the least offset at which the two schedules' clocks can differ, in iteration 0 and
+  // after it: below every landing after the lists' common prefix, ClockAt finds the same landing
+  // in both, or none; then iteration 0 runs at the default clock and later ones at the last
+  // landing's clock, which may differ.
+  const std::vector<Landing> none;
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> first0(gpus_, inf), first1(gpus_, inf);
+  bool any = false;
+  for (int gpu = 0; gpu < gpus_; ++gpu) {
+    const std::vector<Landing>& a = static_cast<size_t>(gpu) < s.size() ? s[gpu] : none;
+    const std::vector<Landing>& b = static_cast<size_t>(gpu) < from_s.size() ? from_s[gpu] : none;
+    size_t i = 0;
+    while (i < a.size() && i < b.size() && a[i].t_ns == b[i].t_ns && a[i].clock == b[i].clock) ++i;
+    if (i == a.size() && i == b.size()) continue;
+    double x = inf;
+    for (size_t j = i; j < a.size(); ++j) x = std::min(x, a[j].t_ns);
+    for (size_t j = i; j < b.size(); ++j) x = std::min(x, b[j].t_ns);
+    const int last_a = a.empty() ? in_.default_clock : a.back().clock;
+    const int last_b = b.empty() ? in_.default_clock : b.back().clock;
+    first0[gpu] = x;
+    first1[gpu] = last_a != last_b ? -inf : x;
+    any = true;
+  }
+  if (!any) return in_.graph->nodes();
+  // The first pack (in pass order) whose clock under s differs from the one it ran at: before its
+  // first member every node's inputs are the same, so its offset is what `from` recorded.
+  for (uint32_t p : pack_order_) {
+    const uint32_t v = first_member_[p];
+    const int k = node_iteration_[v], gpu = in_.packing->rank[p];
+    if (k < 0) continue;
+    const double x = from.pack_offset_ns[p];
+    if (x < (k == 0 ? first0[gpu] : first1[gpu])) continue;
+    if (ClockAt(s, gpu, k, x) != from.pack_clock[p]) return v;
+  }
+  return in_.graph->nodes();
+}
+
+Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, const PassState& from,
+                                     PassState* st) const {
+  const size_t v0 = FirstAffectedNode(s, from_s, from);
+  if (st != &from) {
+    st->finish_ns.resize(in_.graph->nodes());
+    std::copy(from.finish_ns.begin(), from.finish_ns.begin() + static_cast<std::ptrdiff_t>(v0), st->finish_ns.begin());
+    st->pack_clock = from.pack_clock;
+    st->pack_offset_ns = from.pack_offset_ns;
+    st->iteration_writes = from.iteration_writes;
+  }
+  // The iterations' starts as the pass had them on reaching v0.
+  std::vector<PassState::IterationWrite>& w = st->iteration_writes;
+  w.erase(std::find_if(w.begin(), w.end(), [&](const PassState::IterationWrite& x) { return x.node >= v0; }), w.end());
+  st->iter_start_ns = in_.iteration_start_ns;
+  st->iter_known.assign(in_.iteration_start_ns.size(), 0);
+  for (const PassState::IterationWrite& x : w) {
+    st->iter_start_ns[x.iteration] = x.start_ns;
+    if (x.known) st->iter_known[x.iteration] = 1;
+  }
+  return Pass(s, v0, st);
+}
+
+Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) const {
   const Graph& g = *in_.graph;
   const Packing& pk = *in_.packing;
   const size_t n = g.nodes();
   const int nc = clocks(), c0 = in_.default_clock;
-  std::fill(iter_known_.begin(), iter_known_.end(), 0);
+  // The hot loop reads flat arrays through plain pointers.
+  const double* anchor = g.anchor.data();
+  const double* duration = g.duration.data();
+  const uint32_t* pred_begin = g.pred_begin.data();
+  const uint32_t* pred = g.pred.data();
+  const float* pred_latency = g.pred_latency.data();
+  const uint32_t* pack_of = pk.pack_of.empty() ? nullptr : pk.pack_of.data();
+  const uint32_t* first_member = first_member_.data();
+  const double* pack_time = in_.pack_time_s.data();
+  double* finish = st->finish_ns.data();
+  int* pack_clock = st->pack_clock.data();
+  std::vector<double>& iter_start = st->iter_start_ns;
+  std::vector<char>& iter_known = st->iter_known;
   // Until its marker node is reached, an iteration's start is taken as observed, shifted by the
   // delay of the node asking (markers normally come first in topological order).
-  for (size_t k = 0; k < iter_start_.size(); ++k) iter_start_[k] = in_.iteration_start_ns[k];
-  size_t next_marker = 0;
+  size_t next_marker = 0;  // the first iteration whose marker is not reached yet
+  while (next_marker < marker_node_.size() && iter_known[next_marker]) ++next_marker;
   double end = 0;
-  for (size_t v = 0; v < n; ++v) {
-    double start = g.anchor[v];
-    for (uint32_t e = g.pred_begin[v]; e < g.pred_begin[v + 1]; ++e)
-      start = std::max(start, finish_[g.pred[e]] + g.pred_latency[e]);
+  for (size_t v = 0; v < v0; ++v) end = std::max(end, finish[v]);
+  for (size_t v = v0; v < n; ++v) {
+    double start = anchor[v];
+    for (uint32_t e = pred_begin[v]; e < pred_begin[v + 1]; ++e)
+      start = std::max(start, finish[pred[e]] + pred_latency[e]);
     if (start == kNoAnchor) start = 0;
-    double d = g.duration[v];
-    const uint32_t p = pk.pack_of.empty() ? kNoPack : pk.pack_of[v];
+    double d = duration[v];
+    const uint32_t p = pack_of ? pack_of[v] : kNoPack;
     if (p != kNoPack) {
-      if (first_member_[p] == v) {
+      if (first_member[p] == v) {
         const int k = node_iteration_[v];
-        if (k >= 0 && !iter_known_[k]) iter_start_[k] = in_.iteration_start_ns[k] + (start - g.observed_start[v]);
-        pack_clock_[p] = ClockAt(g.rank[v], k, start, s);
+        if (k >= 0 && !iter_known[k]) {
+          iter_start[k] = in_.iteration_start_ns[k] + (start - g.observed_start[v]);
+          st->iteration_writes.push_back({static_cast<uint32_t>(v), k, iter_start[k], false});
+        }
+        const double offset = k >= 0 ? start - iter_start[k] : 0;
+        st->pack_offset_ns[p] = offset;
+        pack_clock[p] = ClockAt(s, g.rank[v], k, offset);
       }
       const size_t row = static_cast<size_t>(p) * nc;
-      d *= in_.pack_time_s[row + pack_clock_[p]] / in_.pack_time_s[row + c0];
+      d *= pack_time[row + pack_clock[p]] / pack_time[row + c0];
     }
-    finish_[v] = start + d;
-    end = std::max(end, finish_[v]);
+    finish[v] = start + d;
+    end = std::max(end, finish[v]);
     // Markers are few: check the next ones against this node.
     for (size_t k = next_marker; k < marker_node_.size(); ++k)
       if (marker_node_[k] == v) {
-        iter_start_[k] = start - marker_offset_ns_[k];
-        iter_known_[k] = 1;
+        iter_start[k] = start - marker_offset_ns_[k];
+        iter_known[k] = 1;
+        st->iteration_writes.push_back({static_cast<uint32_t>(v), static_cast<int32_t>(k), iter_start[k], true});
         if (k == next_marker) ++next_marker;
       }
-    while (next_marker < marker_node_.size() && iter_known_[next_marker]) ++next_marker;
+    while (next_marker < marker_node_.size() && iter_known[next_marker]) ++next_marker;
   }
+  st->nodes_computed = static_cast<int64_t>(n - v0);
 
   Result r;
   r.end_ns = end;
@@ -173,17 +267,19 @@ Predictor::Result Predictor::Run(const Schedule& s) {
   std::vector<double> pack_t(gpus_, 0);
   // Each pack's energy: idle power over its time, plus the rest (its dynamic energy), which the
   // fitted factor scales.
-  dynamic_j_.assign(gpus_, 0);
+  std::vector<double>& dynamic_j = st->dynamic_j;
+  dynamic_j.assign(gpus_, 0);
   for (size_t p = 0; p < pk.packs(); ++p) {
-    const size_t i = p * nc + pack_clock_[p];
-    const double idle_j = in_.idle_power_w[pack_clock_[p]] * in_.pack_time_s[i];
+    const int c = st->pack_clock[p];
+    const size_t i = p * nc + c;
+    const double idle_j = in_.idle_power_w[c] * in_.pack_time_s[i];
     r.gpu_energy_j[pk.rank[p]] += idle_j;
-    dynamic_j_[pk.rank[p]] += in_.pack_energy_j[i] - idle_j;
+    dynamic_j[pk.rank[p]] += in_.pack_energy_j[i] - idle_j;
     pack_t[pk.rank[p]] += in_.pack_time_s[i];
   }
   const double idle0 = in_.idle_power_w[c0];
   for (int gpu = 0; gpu < gpus_; ++gpu) {
-    r.gpu_energy_j[gpu] += energy_scale_[gpu] * dynamic_j_[gpu];
+    r.gpu_energy_j[gpu] += energy_scale_[gpu] * dynamic_j[gpu];
     // The schedule's time-weighted idle power over one period, relative to the default clock's.
     double ratio = 1;
     if (static_cast<size_t>(gpu) < s.size() && !s[gpu].empty() && period_ns_ > 0) {

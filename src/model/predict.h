@@ -20,6 +20,11 @@
 // effect: a schedule is what the search chooses, the policy file holds the commands (landing
 // minus the DVFS latency).
 //
+// A pass can start part-way (RunFrom): given the state a pass for schedule A left behind, the pass
+// for schedule B keeps A's results for every node before the first pack whose clock differs under B
+// (clocks depend only on earlier nodes, so up to there the two passes are the same computation)
+// and computes the rest; its result is bit for bit Run(B)'s.
+//
 // Energy, per GPU: Σ_p [P_idle(c_p) T_p(c_p) + k (E_p(c_p) − P_idle(c_p) T_p(c_p))]
 //                 + P_idle(c̄) · (end − U · Σ_p T_p(c_p) / Σ_p T_p(c0)), where U
 // is the union of the packs' spans at default clocks (time some pack runs), and c̄'s idle power the
@@ -66,10 +71,34 @@ class Predictor {
     std::vector<double> gpu_energy_j;  // per GPU
   };
 
+  // What a pass leaves behind: enough for a later pass to start part-way (RunFrom). The pass writes
+  // only into it, so passes with states of their own may run on separate threads.
+  struct PassState {
+    struct IterationWrite {  // the pass set iteration `iteration`'s start at node `node`
+      uint32_t node;
+      int32_t iteration;
+      double start_ns;
+      bool known;  // from its marker node (final), else a guess from a pack's delay
+    };
+    std::vector<double> finish_ns;  // per node
+    std::vector<int> pack_clock;    // per pack: the clock it ran at
+    std::vector<double>
+        pack_offset_ns;  // per pack: its first member's start − its iteration's start (as the pass saw it)
+    std::vector<IterationWrite> iteration_writes;  // in node order
+    int64_t nodes_computed = 0;                    // nodes the last pass into this state computed (the rest it kept)
+    // Scratch of the pass.
+    std::vector<double> iter_start_ns, dynamic_j;
+    std::vector<char> iter_known;
+  };
+
   // False with *err when the input is inconsistent (sizes, a table not positive).
   bool Init(PredictorInput in, std::string* err);
 
-  Result Run(const Schedule& s);
+  Result Run(const Schedule& s);  // with the predictor's own state: not for concurrent use
+  Result Run(const Schedule& s, PassState* state) const;
+  // The pass for s, kept from `from` (the state of a pass for from_s) up to the first node whose
+  // result can differ; the same result as Run(s). `state` may be `from` itself.
+  Result RunFrom(const Schedule& s, const Schedule& from_s, const PassState& from, PassState* state) const;
   const Result& base() const { return base_; }  // the default schedule (every GPU at the default clock)
   int gpus() const { return gpus_; }
   int clocks() const { return static_cast<int>(in_.clocks_mhz.size()); }
@@ -95,7 +124,13 @@ class Predictor {
   const std::vector<double>& pack_union_ns() const { return pack_union_ns_; }
 
  private:
-  int ClockAt(int gpu, int iteration, double start_ns, const Schedule& s) const;
+  // The clock in force on gpu at offset_ns into iteration (the last landing at or before it, else
+  // the schedule's last clock after iteration 0, else the default).
+  int ClockAt(const Schedule& s, int gpu, int iteration, double offset_ns) const;
+  // The pass from node v0 on, state holding every earlier node's results.
+  Result Pass(const Schedule& s, size_t v0, PassState* state) const;
+  // The first node whose result under s can differ from the one `from` holds for from_s.
+  size_t FirstAffectedNode(const Schedule& s, const Schedule& from_s, const PassState& from) const;
 
   PredictorInput in_;
   int gpus_ = 0;
@@ -104,14 +139,11 @@ class Predictor {
   std::vector<double> marker_offset_ns_;  // marker node's observed start − the iteration's start
   std::vector<int32_t> node_iteration_;   // per node: iteration by observed start (−1 before the first)
   std::vector<uint32_t> first_member_;    // per pack
+  std::vector<uint32_t> pack_order_;      // packs by first member
   std::vector<double> energy_scale_;      // per GPU
-  std::vector<double> dynamic_j_;         // per GPU: the last Run's unscaled dynamic pack energy
   std::vector<char> scale_clamped_;
   std::vector<double> pack_union_ns_, pack_time0_s_;  // per GPU, at default clocks
-  // Scratch.
-  std::vector<double> finish_, iter_start_;
-  std::vector<int> pack_clock_;
-  std::vector<char> iter_known_;
+  PassState state_;                                   // Run(s)'s
   Result base_;
 };
 

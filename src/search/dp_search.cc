@@ -2,9 +2,12 @@
 #include "search/dp_search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <thread>
 
 namespace emo {
 
@@ -18,7 +21,28 @@ struct Point {
 struct State {
   std::vector<int> clock;  // per decided point
   Predictor::Result result;
+  Schedule schedule;                                 // of clock, the undecided points at the base clock
+  std::shared_ptr<const Predictor::PassState> pass;  // the pass for schedule, for the children's RunFrom
 };
+
+// Calls f(i, worker) for every i in [0, n), on up to `threads` threads (worker < threads), and
+// returns when all are done. Which thread runs which i varies; callers make the results not depend
+// on it (each worker has scratch of its own, each i writes its own slot).
+template <class F>
+void ParallelFor(int threads, size_t n, const F& f) {
+  if (threads <= 1 || n <= 1) {
+    for (size_t i = 0; i < n; ++i) f(i, 0);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&](int worker) {
+    for (size_t i = next++; i < n; i = next++) f(i, worker);
+  };
+  std::vector<std::thread> pool;
+  for (int w = 1; w < threads && static_cast<size_t>(w) < n; ++w) pool.emplace_back(work, w);
+  work(0);
+  for (std::thread& t : pool) t.join();
+}
 
 // The schedule of a state: per group, its points' clocks in time order, a landing where the clock
 // changes (the first point always lands, so nothing carries over from the previous iteration
@@ -50,10 +74,19 @@ Schedule ScheduleOf(const std::vector<Point>& points, const std::vector<int>& cl
   return s;
 }
 
-// The dynamic program with every undecided point at base_clock: the least-energy state found.
-State RunDp(Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
-            const std::vector<int>& group, int groups, const std::vector<int>& cand, int base_clock,
-            int64_t* evaluations) {
+// What the search's passes cost: prediction passes of candidate schedules, and nodes computed by
+// every pass (RunFrom keeps the nodes before the first change).
+struct Counters {
+  int64_t evaluations = 0;
+  int64_t nodes = 0;
+};
+
+// The dynamic program with every undecided point at base_clock: the least-energy state found. Each
+// point's children are predicted in parallel from their parents' passes, then filed in one order
+// (parent, then candidate), so the answer does not depend on the threads.
+State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
+            const std::vector<int>& group, int groups, const std::vector<int>& cand, int base_clock, int threads,
+            Counters* counters) {
   const Predictor::Result base = predictor.base();
   const double iteration_ns = predictor.period_ns();
   const double step_ns = opt.step_ms > 0 ? opt.step_ms * 1e6 : std::min(1e6, iteration_ns / 1000);
@@ -61,24 +94,34 @@ State RunDp(Predictor& predictor, const SearchOptions& opt, const std::vector<Po
   const double latency_ns = opt.dvfs_latency_ms * 1e6, jitter_ns = opt.dvfs_jitter_ms * 1e6;
   const double eps_ns = opt.min_interval_ms * 1e6;
   const int dc = predictor.default_clock();
-  auto run = [&](const std::vector<int>& clock) {
-    ++*evaluations;
-    return predictor.Run(ScheduleOf(points, clock, base_clock, group, groups, dc, latency_ns, jitter_ns));
+  auto schedule_of = [&](const std::vector<int>& clock) {
+    return ScheduleOf(points, clock, base_clock, group, groups, dc, latency_ns, jitter_ns);
   };
 
-  std::vector<State> states{State{{}, base_clock == dc ? base : run({})}};
+  std::vector<State> states(1);
+  {
+    State& s = states[0];
+    s.schedule = schedule_of({});
+    auto pass = std::make_shared<Predictor::PassState>();
+    s.result = predictor.Run(s.schedule, pass.get());
+    if (base_clock != dc) ++counters->evaluations;  // (at the default, the predictor's base)
+    counters->nodes += pass->nodes_computed;
+    s.pass = std::move(pass);
+  }
+  std::vector<Predictor::PassState> scratch(static_cast<size_t>(std::max(1, threads)));
   for (size_t j = 0; j < points.size(); ++j) {
     const int g = points[j].group;
-    // Per delay bucket, the least-energy extension.
-    std::map<int64_t, State> best;
-    auto file = [&](State&& s) {
-      const double delay = s.result.end_ns - base.end_ns;
-      if (delay > limit_ns) return;
-      const int64_t b = delay <= 0 ? 0 : static_cast<int64_t>(std::ceil(delay / step_ns - 1e-9));
-      auto it = best.find(b);
-      if (it == best.end() || s.result.energy_j < it->second.result.energy_j) best[b] = std::move(s);
+    // The extensions of every state by every candidate clock allowed here.
+    struct Child {
+      size_t parent;
+      int clock;
+      Schedule schedule;
+      Predictor::Result result;
+      int64_t nodes = 0;
     };
-    for (State& s : states) {
+    std::vector<Child> children;
+    for (size_t si = 0; si < states.size(); ++si) {
+      const State& s = states[si];
       // The group's clock before this point and when it last changed.
       int prev = base_clock;
       double last_change = -1e300;
@@ -87,28 +130,71 @@ State RunDp(Predictor& predictor, const SearchOptions& opt, const std::vector<Po
           if (s.clock[i] != prev) last_change = points[i].t_ns;
           prev = s.clock[i];
         }
-      for (int c : cand) {
-        if (c != prev && points[j].t_ns - last_change < eps_ns) continue;
-        State n;
-        n.clock = s.clock;
-        n.clock.push_back(c);
-        n.result = c == base_clock ? s.result : run(n.clock);  // at base_clock, nothing changed
-        file(std::move(n));
+      for (int c : cand)
+        if (c == prev || points[j].t_ns - last_change >= eps_ns) children.push_back({si, c, {}, {}, 0});
+    }
+    ParallelFor(threads, children.size(), [&](size_t i, int worker) {
+      Child& ch = children[i];
+      const State& parent = states[ch.parent];
+      if (ch.clock == base_clock) {  // at base_clock, nothing changed
+        ch.result = parent.result;
+        return;
       }
+      std::vector<int> clock = parent.clock;
+      clock.push_back(ch.clock);
+      ch.schedule = schedule_of(clock);
+      ch.result = opt.incremental ? predictor.RunFrom(ch.schedule, parent.schedule, *parent.pass, &scratch[worker])
+                                  : predictor.Run(ch.schedule, &scratch[worker]);
+      ch.nodes = scratch[worker].nodes_computed;
+    });
+    // Per delay bucket, the least-energy extension (the first of equals).
+    std::map<int64_t, size_t> best;
+    for (size_t i = 0; i < children.size(); ++i) {
+      const Child& ch = children[i];
+      if (ch.clock != base_clock) ++counters->evaluations;
+      counters->nodes += ch.nodes;
+      const double delay = ch.result.end_ns - base.end_ns;
+      if (delay > limit_ns) continue;
+      const int64_t b = delay <= 0 ? 0 : static_cast<int64_t>(std::ceil(delay / step_ns - 1e-9));
+      auto it = best.find(b);
+      if (it == best.end() || ch.result.energy_j < children[it->second].result.energy_j) best[b] = i;
     }
     // The Pareto front over delay, thinned to max_states spread over it.
-    std::vector<State> front;
-    for (auto& [b, s] : best)
-      if (front.empty() || s.result.energy_j < front.back().result.energy_j) front.push_back(std::move(s));
+    std::vector<size_t> front;
+    for (auto& [b, i] : best)
+      if (front.empty() || children[i].result.energy_j < children[front.back()].result.energy_j) front.push_back(i);
     if (front.size() > static_cast<size_t>(opt.max_states)) {
-      std::vector<State> kept;
+      std::vector<size_t> kept;
       const size_t k = static_cast<size_t>(opt.max_states);
       for (size_t i = 0; i < k; ++i)
-        kept.push_back(std::move(front[k == 1 ? front.size() - 1 : i * (front.size() - 1) / (k - 1)]));
+        kept.push_back(front[k == 1 ? front.size() - 1 : i * (front.size() - 1) / (k - 1)]);
       front = std::move(kept);
     }
-    if (front.empty()) return State{{}, base};  // no state within the budget: the default clocks
-    states = std::move(front);
+    if (front.empty()) return State{{}, base, {}, nullptr};  // no state within the budget: the default clocks
+    // The survivors, each with its pass for the next point's RunFrom (predicted again: keeping the
+    // pass of every child until the front is known would take a graph's worth of memory each).
+    std::vector<State> next(front.size());
+    ParallelFor(threads, front.size(), [&](size_t i, int) {
+      Child& ch = children[front[i]];
+      const State& parent = states[ch.parent];
+      State& n = next[i];
+      n.clock = parent.clock;
+      n.clock.push_back(ch.clock);
+      n.result = ch.result;
+      if (ch.clock == base_clock) {
+        n.schedule = parent.schedule;
+        n.pass = parent.pass;
+        return;
+      }
+      n.schedule = std::move(ch.schedule);
+      if (!opt.incremental) return;
+      auto pass = std::make_shared<Predictor::PassState>();
+      predictor.RunFrom(n.schedule, parent.schedule, *parent.pass, pass.get());
+      n.pass = std::move(pass);
+    });
+    for (const State& n : next)
+      if (n.clock.back() != base_clock && n.pass) counters->nodes += n.pass->nodes_computed;
+    states = std::move(next);
   }
   State out = *std::min_element(states.begin(), states.end(),
                                 [](const State& a, const State& b) { return a.result.energy_j < b.result.energy_j; });
@@ -138,28 +224,60 @@ bool Spaced(const std::vector<Point>& points, const std::vector<int>& clock, int
   return true;
 }
 
-void Refine(Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
-            const std::vector<int>& group, int groups, const std::vector<int>& cand, State* best,
-            int64_t* evaluations) {
+// Each point's tries differ from the best schedule at that point only: they are predicted in
+// parallel from its pass, then taken in candidate order as one after the other would.
+void Refine(const Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
+            const std::vector<int>& group, int groups, const std::vector<int>& cand, int threads, State* best,
+            Counters* counters) {
   const double limit_ns = predictor.base().end_ns * (1 + opt.budget);
   const double latency_ns = opt.dvfs_latency_ms * 1e6, jitter_ns = opt.dvfs_jitter_ms * 1e6;
   const double eps_ns = opt.min_interval_ms * 1e6;
   const int dc = predictor.default_clock();
+  auto schedule_of = [&](const std::vector<int>& clock) {
+    return ScheduleOf(points, clock, dc, group, groups, dc, latency_ns, jitter_ns);
+  };
   if (best->clock.size() != points.size()) best->clock.assign(points.size(), dc);  // the default clocks
-  for (size_t j = 0; j < points.size(); ++j)
+  best->schedule = schedule_of(best->clock);
+  Predictor::PassState pass;
+  predictor.Run(best->schedule, &pass);
+  counters->nodes += pass.nodes_computed;
+  std::vector<Predictor::PassState> scratch(static_cast<size_t>(std::max(1, threads)));
+  struct Try {
+    int clock;
+    Schedule schedule;
+    Predictor::Result result;
+    int64_t nodes = 0;
+  };
+  for (size_t j = 0; j < points.size(); ++j) {
+    std::vector<Try> tries;
     for (int c : cand) {
       if (c == best->clock[j]) continue;
       std::vector<int> clock = best->clock;
       clock[j] = c;
-      if (!Spaced(points, clock, groups, eps_ns)) continue;
-      ++*evaluations;
-      const Predictor::Result r =
-          predictor.Run(ScheduleOf(points, clock, dc, group, groups, dc, latency_ns, jitter_ns));
-      if (r.end_ns <= limit_ns && r.energy_j < best->result.energy_j * (1 - 1e-12)) {
-        best->clock = std::move(clock);
-        best->result = r;
+      if (Spaced(points, clock, groups, eps_ns)) tries.push_back({c, schedule_of(clock), {}, 0});
+    }
+    ParallelFor(threads, tries.size(), [&](size_t i, int worker) {
+      tries[i].result = opt.incremental ? predictor.RunFrom(tries[i].schedule, best->schedule, pass, &scratch[worker])
+                                        : predictor.Run(tries[i].schedule, &scratch[worker]);
+      tries[i].nodes = scratch[worker].nodes_computed;
+    });
+    const Try* taken = nullptr;
+    for (const Try& t : tries) {
+      ++counters->evaluations;
+      counters->nodes += t.nodes;
+      if (t.clock == best->clock[j]) continue;  // (a candidate given twice)
+      if (t.result.end_ns <= limit_ns && t.result.energy_j < best->result.energy_j * (1 - 1e-12)) {
+        best->clock[j] = t.clock;
+        best->result = t.result;
+        taken = &t;
       }
     }
+    if (taken) {
+      predictor.RunFrom(taken->schedule, best->schedule, pass, &pass);
+      counters->nodes += pass.nodes_computed;
+      best->schedule = taken->schedule;
+    }
+  }
 }
 
 }  // namespace
@@ -167,8 +285,8 @@ void Refine(Predictor& predictor, const SearchOptions& opt, const std::vector<Po
 bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, std::string* err) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!(opt.budget >= 0) || !(opt.grid_ms > 0) || !(opt.step_ms >= 0) || !(opt.min_interval_ms >= 0) ||
-      !(opt.dvfs_latency_ms >= 0) || !(opt.dvfs_jitter_ms >= 0) || opt.max_states < 1) {
-    *err = "search options out of range (budget and step must be >= 0, grid > 0, max_states >= 1)";
+      !(opt.dvfs_latency_ms >= 0) || !(opt.dvfs_jitter_ms >= 0) || opt.max_states < 1 || opt.threads < 0) {
+    *err = "search options out of range (budget and step must be >= 0, grid > 0, max_states >= 1, threads >= 0)";
     return false;
   }
   const int gpus = predictor.gpus();
@@ -199,28 +317,43 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   std::vector<Point> points;
   for (double t = 0; t < iteration_ns; t += opt.grid_ms * 1e6)
     for (int g = 0; g < groups; ++g) points.push_back({t, g});
-  out->evaluations = 0;
+  const int threads =
+      opt.threads > 0 ? opt.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  Counters counters;
   // Undecided points at the default clock, and again at the best single clock within the budget
   // (the DP then looks for where to leave it); the better of the two.
   const double latency_ns = opt.dvfs_latency_ms * 1e6, jitter_ns = opt.dvfs_jitter_ms * 1e6;
   const int dc = predictor.default_clock();
+  // Every clock: one pass each, cheap next to the DP.
+  std::vector<Predictor::Result> uniform(predictor.clocks());
+  std::vector<Predictor::PassState> scratch(static_cast<size_t>(threads));
+  ParallelFor(threads, uniform.size(), [&](size_t c, int worker) {
+    const int ci = static_cast<int>(c);
+    uniform[c] = predictor.Run(
+        ScheduleOf(points, std::vector<int>(points.size(), ci), ci, group, groups, dc, latency_ns, jitter_ns),
+        &scratch[worker]);
+  });
+  scratch.clear();
   int best_static = dc;
   double best_static_j = predictor.base().energy_j;
-  for (int c = 0; c < predictor.clocks(); ++c) {  // every clock: one pass each, cheap next to the DP
-    const Predictor::Result r = predictor.Run(
-        ScheduleOf(points, std::vector<int>(points.size(), c), c, group, groups, dc, latency_ns, jitter_ns));
-    ++out->evaluations;
+  for (int c = 0; c < predictor.clocks(); ++c) {
+    const Predictor::Result& r = uniform[c];
+    ++counters.evaluations;
+    counters.nodes += static_cast<int64_t>(predictor.input().graph->nodes());
     if (r.end_ns <= predictor.base().end_ns * (1 + opt.budget) && r.energy_j < best_static_j) {
       best_static = c;
       best_static_j = r.energy_j;
     }
   }
-  State best = RunDp(predictor, opt, points, group, groups, cand, dc, &out->evaluations);
+  State best = RunDp(predictor, opt, points, group, groups, cand, dc, threads, &counters);
   if (best_static != dc) {
-    State other = RunDp(predictor, opt, points, group, groups, cand, best_static, &out->evaluations);
+    State other = RunDp(predictor, opt, points, group, groups, cand, best_static, threads, &counters);
     if (other.result.energy_j < best.result.energy_j) best = std::move(other);
   }
-  if (opt.local_search) Refine(predictor, opt, points, group, groups, cand, &best, &out->evaluations);
+  if (opt.local_search) Refine(predictor, opt, points, group, groups, cand, threads, &best, &counters);
+  out->evaluations = counters.evaluations;
+  out->nodes_computed = counters.nodes;
+  out->threads = threads;
   out->schedule = ScheduleOf(points, best.clock, dc, group, groups, dc, latency_ns, 0);
   out->predicted = best.result;
   out->best_static = best_static == dc ? -1 : best_static;

@@ -16,6 +16,25 @@
 // default clock, and at the best single clock within the budget (by prediction), where it then
 // looks for the stretches to run faster or slower; the better answer is kept.
 //
+// Cost: a child's schedule differs from its parent's only from its point's landing on, so its pass
+// starts from the parent's (Predictor::RunFrom) at the first pack whose clock changes and keeps
+// every node before it. What that saves is the share of the traced run before the change: about
+// half on a one-iteration trace, but 1/(2K) on K iterations (the schedule repeats in each, so a
+// change at offset t affects iteration 0 from t on and every later iteration, shifted by the delay
+// it adds), and the survivors' passes are computed once more to be kept (a child's would take a
+// graph's worth of memory each). Measured against whole passes by the same build, one thread:
+// on PP-4's 4 traced iterations 15 % fewer nodes computed and 3-9 % less time; on search_bench's
+// TP-4 7.5 % fewer nodes and no less time (the copies and the survivors' passes take it back).
+// A point's children are predicted on `threads` threads, each with its own pass state, and filed in
+// one fixed order, so the answer is the same for any number of threads (1.85x on search_bench with
+// two threads when the machine's second core is free).
+//
+// Pipeline stages are not searched as separate problems: the stages of one pipeline wait for each
+// other (send/recv), so a clock on one stage moves the others' work, and every GPU shares the one
+// budget on the run's end; the merged graph's pass is what sees both. Replicas of a stage (data
+// parallel pipelines) already share one policy group. Only pipelines with no edge between them
+// could be split, and a job's pipelines meet at least at the gradient all-reduce.
+//
 // A clock command takes dvfs_latency_ms ± dvfs_jitter_ms to land, so a point's clock takes effect
 // at max(point time, latency): the command is issued at point time − latency, never before the
 // iteration start. The prediction pass sees each landing at its worse end for time: a lower clock
@@ -49,6 +68,8 @@ struct SearchOptions {
   // (bench/search_gap.cc), but off by default, since on `emo bench` its schedules measured worse
   // (they spend the predicted slack to the last bit, and the model's error then shows).
   bool local_search = false;
+  bool incremental = true;  // passes from the parent's first change on (Predictor::RunFrom), else whole
+  int threads = 0;          // threads predicting candidate schedules; 0: the hardware's concurrency
 };
 
 struct SearchResult {
@@ -56,7 +77,9 @@ struct SearchResult {
   Predictor::Result predicted;
   int best_static = -1;  // the single clock (index) of least predicted energy within the budget; -1: the default
   int points = 0;
-  int64_t evaluations = 0;  // prediction passes run
+  int64_t evaluations = 0;     // prediction passes of candidate schedules (whole or from a change on)
+  int64_t nodes_computed = 0;  // graph nodes those passes computed, plus the passes kept for the next point
+  int threads = 1;             // threads the search ran on
   double seconds = 0;
 };
 

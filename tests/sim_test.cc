@@ -179,6 +179,40 @@ int64_t Calls(const std::vector<Instr>& code, size_t end = SIZE_MAX) {
   return n;
 }
 
+// A poller and a data loader can run beside every generated kind. They launch nothing and hold
+// nothing, so the steps run exactly as without them (no noise: same iteration starts), each rank
+// has the two threads, and the graph names the poller (the loader makes no call) as background.
+TEST(SimThreads, PollerAndLoaderRunBesideEveryKindWithoutChangingTheSteps) {
+  for (const char* kind : {"tp", "pp", "dp", "offload"}) {
+    SCOPED_TRACE(kind);
+    nlohmann::json spec = Spec(kind);
+    const Program plain = Build(spec);
+    spec["threads"] = {{"poll_ms", 1}, {"loader_ms", 2}};
+    const Program threaded = Build(spec);
+    ASSERT_EQ(threaded.ranks.size(), plain.ranks.size());
+    for (size_t r = 0; r < threaded.ranks.size(); ++r) {
+      const auto& th = threaded.ranks[r].threads;
+      ASSERT_EQ(th.size(), plain.ranks[r].threads.size() + 2);
+      EXPECT_TRUE(th[th.size() - 1].background && th[th.size() - 2].background);
+    }
+    EngineOptions o;
+    o.iterations = 3;
+    o.noise = 0;
+    Engine a(plain, o), b(threaded, o);
+    std::string err;
+    ASSERT_TRUE(a.Run(&err)) << err;
+    ASSERT_TRUE(b.Run(&err)) << err;
+    EXPECT_EQ(a.iteration_starts(), b.iteration_starts());
+    Graph g;
+    BuildReport rep;
+    ASSERT_TRUE(BuildGraph(b.trace(), &g, &rep, &err)) << err;
+    for (size_t r = 0; r < rep.ranks.size(); ++r) {
+      ASSERT_EQ(rep.ranks[r].background.size(), 1u) << "rank " << r;
+      EXPECT_GT(rep.ranks[r].background[0].calls, 0);
+    }
+  }
+}
+
 // DDP on one GPU, CPU-bound (100 µs of CPU before every call, kernels of a few µs), with backward
 // on an autograd thread, a poller (cudaStreamQuery every 2 ms, free of the steps until they end)
 // and a data loader (3 ms of CPU work per batch, no calls).

@@ -530,7 +530,7 @@ TEST(Workload, BadSpecsNameTheField) {
   with("too large a program", "field parallel.microbatches: model.layers × parallel.microbatches × GPUs above",
        [](json& s) { s["model"]["layers"] = 1000, s["parallel"]["microbatches"] = 1000; });
   with("dtype 3", "field model.dtype_bytes: expected 2 or 4", [](json& s) { s["model"]["dtype_bytes"] = 3; });
-  with("threads on kind tp", "field threads: only kind dp supports threads", [](json& s) {
+  with("autograd on kind tp", "field threads.autograd: only kind dp supports an autograd thread", [](json& s) {
     s["threads"] = {{"autograd", true}};
   });
   with("autograd not a boolean", "field threads.autograd: expected true or false (got 1)", [](json& s) {

@@ -519,4 +519,23 @@ RankProgram OneThread(Emitter&& e, int32_t streams, int32_t events) {
   return r;
 }
 
+void AddBackgroundThreads(const Spec& s, Program* p) {
+  for (RankProgram& rank : p->ranks) {
+    if (s.threads.poll_ns > 0) {
+      Emitter poll{{}, s.threads.poll_ns};
+      poll.Call(Op::kStreamQuery, 0);
+      Thread& t = rank.threads.emplace_back();
+      t.code = std::move(poll.code);
+      t.background = true;
+    }
+    if (s.threads.loader_ns > 0) {
+      Emitter load{{}, 0};
+      load.Cpu(s.threads.loader_ns);
+      Thread& t = rank.threads.emplace_back();
+      t.code = std::move(load.code);
+      t.background = true;
+    }
+  }
+}
+
 }  // namespace emo::sim::wl

@@ -178,5 +178,9 @@ void FinishStep(Emitter* e);
 Group AllRanks(int64_t n, const char* name);
 // A rank of one thread running `e`'s instructions.
 RankProgram OneThread(Emitter&& e, int32_t streams, int32_t events);
+// The spec's threads that run free of the steps, added to every rank: a poller (cudaStreamQuery on
+// stream 0 every threads.poll_ns) and a data loader (CPU work only, prefetching: the main thread
+// never waits for it).
+void AddBackgroundThreads(const Spec& s, Program* p);
 
 }  // namespace emo::sim::wl

@@ -49,6 +49,7 @@ bool BuildFromSpec(const wl::Spec& s, Program* out, std::string* err) {
     case wl::Kind::kReplay:
       break;  // above
   }
+  wl::AddBackgroundThreads(s, &p);
   std::string why;
   if (!Validate(p, &why)) {  // a generator bug, not a spec error
     *err = "internal error: generated program is invalid: " + why;

@@ -25,8 +25,8 @@
 //   "link"        "nvlink" | "pcie" | bytes per second (default: the device's own link)
 //   "cpu"         launch_gap_us  CPU time before every CUDA/NCCL call (default 6)
 //                 gflops         offload: CPU throughput of the expert FFNs (default 1000)
-//   "threads"     CPU threads beside the main one, as training jobs have them (kind dp only):
-//                 autograd       true: each micro-batch's backward pass runs on thread 1, PyTorch's
+//   "threads"     CPU threads beside the main one, as training jobs have them:
+//                 autograd       true (kind dp only): each micro-batch's backward pass runs on thread 1, PyTorch's
 //                                autograd engine thread, which waits for the main thread's forward
 //                                pass; the main thread blocks until it ends (default false)
 //                 poll_ms        a poller thread: one cudaStreamQuery every poll_ms, launching

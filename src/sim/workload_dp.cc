@@ -64,22 +64,6 @@ void BuildDp(const Spec& s, const Naming& nm, Program* p) {
     rank.threads.emplace_back().code = std::move(bwd.code);
     rank.flags = 2;
   }
-  // Threads that run free of the steps: a poller (cudaStreamQuery on the compute stream every
-  // poll_ns) and a data loader (CPU work only, prefetching: the main thread never waits for it).
-  if (s.threads.poll_ns > 0) {
-    Emitter poll{{}, s.threads.poll_ns};
-    poll.Call(Op::kStreamQuery, 0);
-    Thread& t = rank.threads.emplace_back();
-    t.code = std::move(poll.code);
-    t.background = true;
-  }
-  if (s.threads.loader_ns > 0) {
-    Emitter load{{}, 0};
-    load.Cpu(s.threads.loader_ns);
-    Thread& t = rank.threads.emplace_back();
-    t.code = std::move(load.code);
-    t.background = true;
-  }
   p->ranks.assign(static_cast<size_t>(s.parallel.dp), rank);
 }
 

@@ -152,7 +152,8 @@ bool CheckSpec(const Spec& s, std::string* err) {
   if (s.kind != Kind::kTp && p.tp != 1) return fail("parallel.tp", "only kind tp supports tp > 1");
   if (s.kind != Kind::kPp && p.pp != 1) return fail("parallel.pp", "only kind pp supports pp > 1");
   if (s.kind != Kind::kDp && p.dp != 1) return fail("parallel.dp", "only kind dp supports dp > 1");
-  if (s.kind != Kind::kDp && s.threads.any()) return fail("threads", "only kind dp supports threads");
+  if (s.kind != Kind::kDp && s.threads.autograd)
+    return fail("threads.autograd", "only kind dp supports an autograd thread");
   for (auto [field, degree] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.dp", p.dp}})
     if (degree > kMaxRanks) return fail(field, "at most " + n(kMaxRanks) + " GPUs (got " + n(degree) + ")");
   if (m.layers * p.microbatches * p.tp * p.dp > kMaxPasses)

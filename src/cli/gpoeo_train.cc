@@ -238,6 +238,8 @@ struct ControllerResult {
   bool settled = false;
 };
 
+// The controller's run, and the default clocks' run on the same seed (the same run-to-run and
+// GPU-to-GPU draws) over the same iterations, against which its saving and slowdown are measured.
 bool RunController(const Swept& s, const std::string& models_dir, uint64_t seed, ControllerResult* out,
                    std::string* err) {
   GpoeoOptions o;
@@ -248,6 +250,15 @@ bool RunController(const Swept& s, const std::string& models_dir, uint64_t seed,
   eo.iterations = iterations;
   eo.seed = seed;
   eo.record_trace = false;
+  // Per iteration start: its time and the energy counters' sum.
+  auto record = [](sim::Engine& e, std::vector<double>* starts, std::vector<double>* energy) {
+    e.OnIterationStart([&e, starts, energy](int, double now) {
+      double j = 0;
+      for (int g = 0; g < e.gpus(); ++g) j += e.EnergyCounterJ(g);
+      starts->push_back(now);
+      energy->push_back(j);
+    });
+  };
   sim::Engine e(s.program, eo);
   sim::SimGpuControl gpus(&e);
   sim::SimHost host(&e);
@@ -257,13 +268,8 @@ bool RunController(const Swept& s, const std::string& models_dir, uint64_t seed,
     return false;
   }
   host.Add(&c);
-  std::vector<double> starts, energy;
-  e.OnIterationStart([&](int, double now) {
-    double j = 0;
-    for (int g = 0; g < e.gpus(); ++g) j += e.EnergyCounterJ(g);
-    starts.push_back(now);
-    energy.push_back(j);
-  });
+  std::vector<double> starts, energy, default_starts, default_energy;
+  record(e, &starts, &energy);
   if (!e.Run(err)) return false;
   c.Finish();
   out->chosen_mhz = c.chosen_mhz();
@@ -280,10 +286,12 @@ bool RunController(const Swept& s, const std::string& models_dir, uint64_t seed,
     out->settled = false;
     return true;
   }
-  const double n = static_cast<double>(starts.size() - 1 - first);
-  const double t = (starts.back() - starts[first]) * 1e-9 / n, j = (energy.back() - energy[first]) / n;
-  out->slowdown = t / s.t0_s - 1;
-  out->saving = 1 - j / s.e0_j;
+  sim::Engine d(s.program, eo);
+  record(d, &default_starts, &default_energy);
+  if (!d.Run(err)) return false;
+  const size_t last = std::min(starts.size(), default_starts.size()) - 1;
+  out->slowdown = (starts[last] - starts[first]) / (default_starts[last] - default_starts[first]) - 1;
+  out->saving = 1 - (energy[last] - energy[first]) / (default_energy[last] - default_energy[first]);
   return true;
 }
 

@@ -744,6 +744,101 @@ TEST(Engine, GpuAndRunVariation) {
   EXPECT_NEAR(stdev(gpu_time), v.gpu_time, 0.2 * v.gpu_time);
 }
 
+// Each kernel name draws its hidden factors once per kernel seed, uniformly within 1 ± spread:
+// the same name and seed give the same factors, another seed others, spread 0 none.
+TEST(Engine, HiddenFactorsPerNameAndSeed) {
+  const double s = Variation().kernel;
+  const HiddenFactors a = DrawHiddenFactors("ampere_sgemm_128x64_nn", 0, s);
+  const HiddenFactors b = DrawHiddenFactors("ampere_sgemm_128x64_nn", 0, s);
+  EXPECT_EQ(a.sm_time, b.sm_time);
+  EXPECT_EQ(a.power, b.power);
+  EXPECT_NE(a.sm_time, DrawHiddenFactors("ampere_sgemm_128x64_nn", 1, s).sm_time);
+  EXPECT_EQ(DrawHiddenFactors("ampere_sgemm_128x64_nn", 0, 0).dram_time, 1);
+  // Over many names: each within the spread, mean 1, standard deviation spread/√3 (uniform).
+  std::vector<double> all;
+  for (int i = 0; i < 600; ++i) {
+    const HiddenFactors f = DrawHiddenFactors("kernel_" + std::to_string(i), 0, s);
+    for (double x : {f.sm_time, f.dram_time, f.power}) {
+      EXPECT_GE(x, 1 - s);
+      EXPECT_LE(x, 1 + s);
+      all.push_back(x);
+    }
+  }
+  double m = 0, q = 0;
+  for (double x : all) m += x / static_cast<double>(all.size());
+  for (double x : all) q += (x - m) * (x - m) / static_cast<double>(all.size());
+  EXPECT_NEAR(m, 1, 0.01);
+  EXPECT_NEAR(std::sqrt(q), s / std::sqrt(3.0), 0.1 * s / std::sqrt(3.0));
+}
+
+// Two kernels with the same work and different names run for different times, as their names'
+// factors say, while their counters agree (no counter reveals the factors); with noise 0 they run
+// alike. A kernel with a measured time keeps it at the default clock and only its shape changes.
+TEST(Engine, HiddenFactorsChangeTimeNotCounters) {
+  Program p = OneRank({Launch(0), Launch(1), Make(Op::kStreamSync, 0)});
+  p.kernels[1] = {"gemm_twin", p.kernels[0].traits};
+  auto run = [&](double noise, uint64_t kernel_seed) {
+    EngineOptions o;
+    o.noise = noise;
+    o.kernel_seed = kernel_seed;
+    o.record_trace = true;
+    Engine e(p, o);
+    Uncapped(e);
+    e.SetLockedClock(0, 1410);
+    e.ProfileRanges(0, {{0, 0}, {1, 1}});
+    std::string err;
+    EXPECT_TRUE(e.Run(&err)) << err;
+    return std::make_pair(e.trace().ranks[0].ops, e.RangeCounters(0));
+  };
+  const auto [ops0, counters0] = run(0, 0);
+  EXPECT_NEAR(static_cast<double>(ops0[0].end_ns - ops0[0].start_ns),
+              static_cast<double>(ops0[1].end_ns - ops0[1].start_ns), 1);
+  for (uint64_t seed : {0, 1, 2}) {
+    const auto [ops, counters] = run(0.01, seed);
+    const double s = Variation().kernel;
+    double expected[2];
+    for (int k = 0; k < 2; ++k) {
+      KernelTraits t = p.kernels[static_cast<size_t>(k)].traits;
+      ApplyHiddenFactors(DrawHiddenFactors(p.kernels[static_cast<size_t>(k)].name, seed, s), &t);
+      expected[k] = EvaluateKernel(*FindDevice(kA100), t, 1410).time_s * 1e9;
+    }
+    // Measured time ratio of the twins against the factors' (per-op noise 1 %).
+    const double ratio =
+        static_cast<double>(ops[1].end_ns - ops[1].start_ns) / static_cast<double>(ops[0].end_ns - ops[0].start_ns);
+    EXPECT_NEAR(ratio, expected[1] / expected[0], 0.04) << "seed " << seed;
+    EXPECT_NEAR(counters[1].inst_tensor / counters[0].inst_tensor, 1, 0.05);
+    EXPECT_NEAR(counters[1].dram_read_bytes / counters[0].dram_read_bytes, 1, 0.05);
+  }
+  // Some seed makes the twins differ by more than the noise could.
+  double widest = 0;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    const HiddenFactors a = DrawHiddenFactors("gemm", seed, Variation().kernel);
+    const HiddenFactors b = DrawHiddenFactors("gemm_twin", seed, Variation().kernel);
+    widest = std::max(widest, std::abs(a.sm_time / b.sm_time - 1));
+  }
+  EXPECT_GT(widest, 0.08);
+
+  // Measured: the time at 1410 MHz stays (within the per-op noise), the time at 705 MHz moves.
+  Program m = OneRank({Launch(1), Make(Op::kStreamSync, 0)});
+  const double measured_s = KernelNs(m, 1, 1410) * 1e-9;
+  m.kernels[1].measured_s = measured_s;
+  for (uint64_t seed : {0, 1, 2}) {
+    KernelTraits t = m.kernels[1].traits;
+    ApplyHiddenFactors(DrawHiddenFactors(m.kernels[1].name, seed, Variation().kernel), &t);
+    ScaleToTime(*FindDevice(kA100), measured_s, 1410, &t);
+    EXPECT_NEAR(EvaluateKernel(*FindDevice(kA100), t, 1410).time_s / measured_s, 1, 1e-3);
+    EngineOptions o;
+    o.kernel_seed = seed;
+    Engine e(m, o);
+    Uncapped(e);
+    e.SetLockedClock(0, 1410);
+    std::string err;
+    ASSERT_TRUE(e.Run(&err)) << err;
+    const GpuOp& op = e.trace().ranks[0].ops[0];
+    EXPECT_NEAR(static_cast<double>(op.end_ns - op.start_ns) * 1e-9 / measured_s, 1, 0.04) << "seed " << seed;
+  }
+}
+
 // Iteration time and energy vary from run to run by about 0.5 % (the per-op noise alone averaged
 // out to ~0.01 %).
 TEST(Engine, RunToRunSpread) {

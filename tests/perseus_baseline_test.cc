@@ -42,11 +42,14 @@ TEST(PerseusBaseline, Pp4WithinBudgetAndSaves) {
         budget * 100, prof.clocks.size(), prof.cost_s, plan.chosen.real_time_s,
         static_cast<double>(plan.t_min) * po.unit_time_s, plan.points, o.saving.mean * 100, o.saving.min * 100,
         o.saving.max * 100, o.slowdown.mean * 100, o.slowdown.min * 100, o.slowdown.max * 100);
-    // At 0 % the plan is lowtime's fastest point (2.381 s in its model); measured: 20.1 % saved at
+    // At 0 % the plan is lowtime's fastest point (2.435 s in its model); measured: 20.7 % saved at
     // +0.0 %. At 5 % the plan is 5 % longer than T_min in lowtime's model, which has no
-    // communication and no DVFS latency (a clock lands 5-15 ms into a 30-90 ms computation):
-    // measured 22.2 % saved at +5.4 %.
-    EXPECT_LE(o.slowdown.mean, budget + 0.005) << "budget " << budget;
+    // communication and no DVFS latency (a clock lands 5-15 ms into a 30-90 ms computation), and
+    // whose exponential fit of each computation's time smooths over how its kernels' mix of
+    // compute- and memory-bound time (their hidden per-name factors) bends the curve: measured
+    // 23.5 % saved at +6.7 % (+5.4 % before the kernels had hidden factors). Perseus, as upstream,
+    // does not measure its plan, so it is held to its 0 % point and to 2 points over at 5 %.
+    EXPECT_LE(o.slowdown.mean, budget == 0 ? 0.005 : budget + 0.02) << "budget " << budget;
     EXPECT_GT(o.saving.mean, 0) << "budget " << budget;
   }
 }

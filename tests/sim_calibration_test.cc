@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/device_spec.h"
+#include "sim/engine.h"
 #include "sim/kernel_model.h"
 
 namespace emo::sim {
@@ -140,9 +141,16 @@ struct CurveFit {
   double sim_time_s = 0, sim_power_w = 0;  // at the highest clock, absolute
 };
 
-CurveFit FitCurve(const DeviceSpec& spec, const ModelShape& m, bool backward,
-                  const std::vector<ProfilePoint>& measured) {
-  const std::vector<KernelTraits> layer = backward ? LayerBackward(m) : LayerForward(m);
+// kernel_seed >= 0: each of the layer's kernels with the hidden factors a kernel of its own name
+// draws from that seed (as the engine gives them).
+CurveFit FitCurve(const DeviceSpec& spec, const ModelShape& m, bool backward, const std::vector<ProfilePoint>& measured,
+                  int64_t kernel_seed = -1) {
+  std::vector<KernelTraits> layer = backward ? LayerBackward(m) : LayerForward(m);
+  if (kernel_seed >= 0)
+    for (size_t i = 0; i < layer.size(); ++i)
+      ApplyHiddenFactors(DrawHiddenFactors((backward ? "backward_" : "forward_") + std::to_string(i),
+                                           static_cast<uint64_t>(kernel_seed), Variation().kernel),
+                         &layer[i]);
   // The measured A100s drew ~470 W at 1410 MHz: they were the 500 W HGX configuration, run at its
   // default limit (device "a100-500w"). The A40 runs its default 300 W.
   const double limit = spec.power_limit_default_w;
@@ -227,6 +235,39 @@ TEST(SimCalibration, PerseusStageProfiles) {
       }
     }
   }
+}
+
+// The same curves with the kernels' hidden per-name factors, over five kernel seeds: the factors
+// move each kernel's balance of compute and memory time and its power. With kernel seed 0, the
+// default every figure is measured with, every curve stays within the same 5 %; over seeds 0-4
+// within 6 % (measured worst: 5.5 %, GPT-3's A40 backward time at seed 3, whose fit is 3.6 %
+// without factors). The optima are printed, not held: a factor can move a knee.
+TEST(SimCalibration, PerseusStageProfilesWithHiddenFactors) {
+  const char* root = std::getenv("EMO_DVFS_DATA");
+  if (root == nullptr) GTEST_SKIP() << "EMO_DVFS_DATA is unset";
+  const std::string dir = std::string(root) + "/zeus/sosp24_data/emulation/stage_profile/";
+  double worst_time = 0, worst_energy = 0, worst_seed0 = 0;
+  for (const ModelShape& model : {kBloom, kGpt3})
+    for (const auto& [tag, device] : {std::pair("a100_sxm", "a100-500w"), std::pair("a40", "a40")})
+      for (const std::string instr : {"forward", "backward"}) {
+        const std::string path = dir + model.name + "+" + tag + "_bf16.csv";
+        const std::vector<ProfilePoint> measured = ReadProfile(path, instr);
+        ASSERT_GE(measured.size(), 30u) << "cannot read " << path;
+        for (int64_t seed = 0; seed < 5; ++seed) {
+          const CurveFit fit = FitCurve(*FindDevice(device), model, instr == "backward", measured, seed);
+          std::printf("%-10s %-8s %-8s seed %lld: %5.2f%% %5.2f%% f* %4.0f / %4.0f\n", model.name, tag, instr.c_str(),
+                      static_cast<long long>(seed), 100 * fit.time_mape, 100 * fit.energy_mape, fit.simulated_opt_mhz,
+                      fit.measured_opt_mhz);
+          worst_time = std::max(worst_time, fit.time_mape);
+          worst_energy = std::max(worst_energy, fit.energy_mape);
+          if (seed == 0) worst_seed0 = std::max({worst_seed0, fit.time_mape, fit.energy_mape});
+        }
+      }
+  std::printf("worst: time %.2f %%, energy %.2f %%; with kernel seed 0 %.2f %%\n", 100 * worst_time, 100 * worst_energy,
+              100 * worst_seed0);
+  EXPECT_LT(worst_seed0, kMaxMape);
+  EXPECT_LT(worst_time, 0.06);
+  EXPECT_LT(worst_energy, 0.06);
 }
 
 }  // namespace

@@ -54,6 +54,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   s->add_option("--gpu-seed", sim.gpu_seed,
                 "which simulated physical GPUs: seed of the per-GPU power and speed variation (default 0)");
+  s->add_option("--kernel-seed", sim.kernel_seed,
+                "which build of the kernels: seed of their hidden per-name speed and power factors (default 0)");
   CLI::Option* sweep =
       s->add_option("--sweep-clocks", sim.sweep_clocks,
                     "measure the workload at static SM clocks locked on every GPU (over --seeds) instead of one run: "

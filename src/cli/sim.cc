@@ -62,6 +62,7 @@ bool RunSeed(const sim::Program& program, const SimOptions& opt, const Frequency
   eo.iterations = opt.iterations;
   eo.seed = seed;
   eo.gpu_seed = opt.gpu_seed;
+  eo.kernel_seed = opt.kernel_seed;
   eo.record_trace = !trace_out.empty() || opt.adapt_pct >= 0;
   sim::Engine engine(program, eo);
   sim::SimGpuControl gpus(&engine);
@@ -288,6 +289,7 @@ int RunSim(const SimOptions& opt) {
     j["gpus"] = first.gpus;
     j["seed"] = opt.seed;
     j["gpu_seed"] = opt.gpu_seed;
+    j["kernel_seed"] = opt.kernel_seed;
     j["policy"] = opt.policy.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.policy);
     j["controller"] = opt.controller.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opt.controller);
     j["run_iterations"] = opt.iterations;

@@ -82,8 +82,11 @@ bool Append(const std::string& path, const nlohmann::json& j, std::string* err) 
 }
 
 // One run of benchmark b at `mhz`: time and energy per launch. False when no steady window was seen.
+// *too_short (with false): the clock settled too late in the run for two counter updates (a
+// power-limited clock the controller keeps moving); a longer run may do.
 bool MeasureOnce(BenchDevice& dev, Microbench b, int mhz, int launches, const CalibrateOptions& opt, double* time_s,
-                 double* energy_j, double* throttled_mhz, std::string* err) {
+                 double* energy_j, double* throttled_mhz, bool* too_short, std::string* err) {
+  *too_short = false;
   std::vector<Sample> samples;
   std::string read_err;
   BenchRun run;
@@ -126,6 +129,7 @@ bool MeasureOnce(BenchDevice& dev, Microbench b, int mhz, int launches, const Ca
   }
   if (edges.size() < 2) {
     *err = what + ": fewer than two energy-counter updates in the run";
+    *too_short = true;
     return false;
   }
   const double t0 = edges.front().first, t1 = edges.back().first;
@@ -248,7 +252,12 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
       double throttled = 0;
       for (int r = 0; r < opt.max_repeats; ++r) {
         double t = 0, e = 0;
-        if (!MeasureOnce(dev, b, clocks[c], launches, opt, &t, &e, &throttled, err)) return false;
+        bool too_short = false;
+        for (int longer = 0;; ++longer) {  // up to 8x the pilot's length
+          if (MeasureOnce(dev, b, clocks[c], launches, opt, &t, &e, &throttled, &too_short, err)) break;
+          if (!too_short || longer == 3) return false;
+          launches *= 2;
+        }
         ts.push_back(t);
         es.push_back(e);
         if (static_cast<int>(es.size()) < opt.min_repeats) continue;

@@ -219,6 +219,7 @@ struct Engine::State {
   size_t n_kernels = 0;
   // Clock-major, so that the kernels at the clock in use lie together.
   std::vector<CostEntry> cost;       // [clock index * n_kernels + kernel], evaluated when first needed
+  std::vector<KernelTraits> traits;  // [kernel]: the program's, with the hidden per-name factors
   std::vector<double> idle_w;        // [clock index]
   std::vector<Stream> streams;       // all ranks, rank-major
   std::vector<int32_t> stream_base;  // rank -> index of its stream 0
@@ -295,8 +296,7 @@ struct Engine::State {
   const CostEntry& Cost(int32_t kernel, size_t ci) {
     CostEntry& c = cost[ci * n_kernels + static_cast<size_t>(kernel)];
     if (c.time_ns < 0) {
-      const KernelCost k =
-          EvaluateKernel(*spec, p.kernels[static_cast<size_t>(kernel)].traits, spec->sm_clocks_mhz[ci]);
+      const KernelCost k = EvaluateKernel(*spec, traits[static_cast<size_t>(kernel)], spec->sm_clocks_mhz[ci]);
       c.time_ns = k.time_s * 1e9;
       c.power_w = k.power_w;
       c.dram_util = k.dram_util;
@@ -876,7 +876,7 @@ struct Engine::State {
       if (r != g.ranges.begin() && std::prev(r)->second >= it.seq)
         range = &g.range_counters[static_cast<size_t>(std::prev(r) - g.ranges.begin())];
       if (g.counting || range) {
-        const KernelTraits& k = p.kernels[static_cast<size_t>(it.kernel)].traits;
+        const KernelTraits& k = traits[static_cast<size_t>(it.kernel)];
         const KernelCost cost_now = EvaluateKernel(*spec, k, spec->sm_clocks_mhz[g.effective_ci]);
         const CounterValues c = KernelCounters(*g.spec, k, cost_now, (now - st.current_start) * 1e-9,
                                                [&](int) { return std::max(0.9, 1 + 0.01 * Normal()); });
@@ -1003,6 +1003,20 @@ struct Engine::State {
     }
   }
 
+  // Each kernel's hidden factors, from its name (the same name, the same code: the same factors)
+  // and kernel_seed. A kernel with a measured time keeps it at the default clock.
+  void DrawKernelFactors() {
+    traits.resize(n_kernels);
+    const double spread = opt.noise > 0 ? opt.variation.kernel : 0;
+    for (size_t k = 0; k < n_kernels; ++k) {
+      const Kernel& kernel = p.kernels[k];
+      traits[k] = kernel.traits;
+      if (spread <= 0) continue;
+      ApplyHiddenFactors(DrawHiddenFactors(kernel.name, opt.kernel_seed, spread), &traits[k]);
+      if (kernel.measured_s > 0) ScaleToTime(*spec, kernel.measured_s, spec->default_sm_clock_mhz, &traits[k]);
+    }
+  }
+
   bool Setup(std::string* err) {
     if (!Validate(p, err)) return false;
     spec = FindDevice(p.device);
@@ -1024,6 +1038,7 @@ struct Engine::State {
       g.top_ci = g.cap_ci = g.requested_ci;
     }
     DrawVariation();
+    DrawKernelFactors();
     for (Gpu& g : gpus) g.power_w = idle_w[g.top_ci] * g.power_factor;
     n_launch = trace.names.Intern("cudaLaunchKernel");
     n_memcpy_async = trace.names.Intern("cudaMemcpyAsync");

@@ -34,14 +34,19 @@ struct Variation {
   double run_cpu = 0.005;    // per run and rank, the host's CPU work between API calls (clock boost, OS jitter)
   double gpu_time = 0.003;   // per GPU of the cluster, kernel durations at a given clock
   double gpu_power = 0.03;   // per GPU of the cluster, power
+  // Per kernel name (EngineOptions::kernel_seed): each kernel's hidden factors on its SM-side time,
+  // its DRAM time and its dynamic power (HiddenFactors, sim/kernel_model.h), within 1 ± this.
+  double kernel = 0.15;
 };
 
 struct EngineOptions {
   int iterations = 10;
-  uint64_t seed = 1;      // the run: per-op noise and the per-run factors
-  uint64_t gpu_seed = 0;  // the cluster: which physical GPUs (their per-GPU factors)
-  double noise = 0.01;    // relative standard deviation of GPU-op and CPU durations; 0 turns every
-                          // random variation off (per-op, per-run and per-GPU: tests of the model)
+  uint64_t seed = 1;         // the run: per-op noise and the per-run factors
+  uint64_t gpu_seed = 0;     // the cluster: which physical GPUs (their per-GPU factors)
+  uint64_t kernel_seed = 0;  // the kernels' code: their hidden per-name factors (Variation::kernel)
+  double noise = 0.01;       // relative standard deviation of GPU-op and CPU durations; 0 turns every
+                             // random variation off (per-op, per-run, per-GPU and per-name: tests of
+                             // the model)
   Variation variation;
   bool record_trace = true;
   // Telemetry follows the device's NVML semantics (DeviceSpec: sensor period and window, power

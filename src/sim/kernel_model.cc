@@ -54,10 +54,11 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
   const double t_l1 = Time(k.l1_bytes, spec.l1_bytes_per_sm_cycle * sm_hz);
   const double t_l2 = Time(k.l2_bytes, spec.l2_bytes_per_cycle * hz * occ);
   const double dram_bytes = k.dram_read_bytes + k.dram_write_bytes;
-  const double t_dram = Time(dram_bytes, spec.mem_bandwidth_bps * spec.dram_efficiency * occ);
+  const double t_dram = Time(dram_bytes, spec.mem_bandwidth_bps * spec.dram_efficiency * occ) * k.dram_time_scale;
 
   const double t_link = Time(k.link_bytes, spec.link_bandwidth_bps);
-  const double t_sm = LpNorm({t_tensor, t_fp32, t_fp64, t_int, t_sfu, t_lsu, t_shared, t_l1, t_l2}, kSmOverlapP);
+  const double t_sm =
+      LpNorm({t_tensor, t_fp32, t_fp64, t_int, t_sfu, t_lsu, t_shared, t_l1, t_l2}, kSmOverlapP) * k.sm_time_scale;
   const double f_max = spec.boost_ceiling_mhz();
   const double t_mlp = t_dram * 0.5 * (1 + f_max / f_mhz) / kDramMlpHeadroom;  // requests in flight
   const double t_mem = LpNorm({t_dram, t_mlp}, kSmOverlapP);
@@ -86,9 +87,45 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
                          spec.fp64_w * c.fp64_util + spec.int_w * c.int_util + spec.sfu_w * c.sfu_util +
                          spec.lsu_w * c.lsu_util + spec.shared_w * 0.5 * (c.shared_util + c.l1_util) +
                          spec.l2_w * c.l2_util;
-  c.power_w = IdlePower(spec, f_mhz) + v2f * dynamic + spec.dram_j_per_byte * dram_bytes / c.time_s;
+  c.power_w = IdlePower(spec, f_mhz) + v2f * dynamic * k.power_scale + spec.dram_j_per_byte * dram_bytes / c.time_s;
   c.energy_j = c.power_w * c.time_s;
   return c;
+}
+
+HiddenFactors DrawHiddenFactors(std::string_view name, uint64_t seed, double spread) {
+  HiddenFactors f;
+  if (spread <= 0) return f;
+  uint64_t h = 0xcbf29ce484222325ULL ^ seed;  // FNV-1a of the name, keyed by the seed
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  auto uniform = [&h] {  // splitmix64 steps
+    uint64_t z = (h += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+  };
+  f.sm_time = 1 + spread * (2 * uniform() - 1);
+  f.dram_time = 1 + spread * (2 * uniform() - 1);
+  f.power = 1 + spread * (2 * uniform() - 1);
+  return f;
+}
+
+void ApplyHiddenFactors(const HiddenFactors& f, KernelTraits* k) {
+  k->sm_time_scale *= f.sm_time;
+  k->dram_time_scale *= f.dram_time;
+  k->power_scale *= f.power;
+}
+
+void ScaleToTime(const DeviceSpec& spec, double seconds, double sm_clock_mhz, KernelTraits* k) {
+  seconds = std::max(seconds, 1e-7);
+  for (int i = 0; i < 3; ++i) {  // the Lp norms make time nearly, not exactly, linear in the work
+    const double now = EvaluateKernel(spec, *k, sm_clock_mhz).time_s - k->overhead_s;
+    if (now <= 0) break;
+    const double f = std::max(seconds - k->overhead_s, 1e-9) / now;
+    for (double* x :
+         {&k->tensor_flop, &k->fp32_flop, &k->fp64_flop, &k->int_ops, &k->sfu_ops, &k->lsu_ops, &k->dram_read_bytes,
+          &k->dram_write_bytes, &k->l2_bytes, &k->l1_bytes, &k->shared_bytes, &k->link_bytes})
+      *x *= f;
+  }
 }
 
 double ThrottledClock(const DeviceSpec& spec, const KernelTraits& k, double requested_mhz, double power_limit_w) {

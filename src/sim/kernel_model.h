@@ -8,11 +8,14 @@
 //   t_mem = ‖t_dram, t_dram·(1 + f_max/f)/(2·1.6)‖_6  (DRAM bandwidth needs requests in flight,
 //                                                    whose latency grows as the SM clock falls)
 //   t    = ‖t_sm, t_mem, t_link‖_p + overhead           (p = DeviceSpec::overlap_p)
+// with t_sm and t_dram scaled by the kernel's hidden factors (HiddenFactors below).
 // so a GEMM's time goes as ~1/f and a copy's is nearly flat down to about half the boost clock. Each part's utilisation
 // is its busy time over t, and power follows device_spec.h: static(V(f)) + Σ C·V(f)²·f·utilisation + DRAM.
 #pragma once
 
+#include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "sim/device_spec.h"
@@ -34,7 +37,24 @@ struct KernelTraits {
   double link_bytes = 0;  // bytes sent to other GPUs (NVLink/PCIe), e.g. by NCCL
   double occupancy = 1;   // (0, 1]: fraction of every peak the kernel's parallelism can use
   double overhead_s = 0;  // launch and tail, independent of the clock
+  // What no counter reveals (HiddenFactors): the SM-side time and the DRAM time are multiplied by
+  // these, the dynamic power by power_scale.
+  double sm_time_scale = 1, dram_time_scale = 1, power_scale = 1;
 };
+
+// A kernel's efficiency as its code has it, beyond the work its counters count: how well it keeps
+// the SM pipes fed (stalls, bank conflicts, tail waves), how well its access pattern uses DRAM,
+// and how much power its switching draws per unit of work (operand values, the mix within a pipe).
+// Drawn per kernel name and seed, each uniformly within 1 ± spread; spread 0 gives 1, 1, 1.
+struct HiddenFactors {
+  double sm_time = 1, dram_time = 1, power = 1;
+};
+HiddenFactors DrawHiddenFactors(std::string_view name, uint64_t seed, double spread);
+void ApplyHiddenFactors(const HiddenFactors& f, KernelTraits* k);
+
+// Scales a kernel's work (every count and byte, not its overhead) so that it takes `seconds` at
+// `sm_clock_mhz`: a kernel of a given shape that a trace timed.
+void ScaleToTime(const DeviceSpec& spec, double seconds, double sm_clock_mhz, KernelTraits* k);
 
 struct KernelCost {
   double time_s = 0;

@@ -35,18 +35,7 @@ KernelClass Classify(const std::string& name) {
 // Work scaled so that the kernel takes `seconds` at the device's default clock.
 KernelTraits Scaled(const DeviceSpec& spec, KernelTraits t, double seconds) {
   t.overhead_s = 0;
-  auto scale = [](KernelTraits& k, double f) {
-    for (double* x :
-         {&k.tensor_flop, &k.fp32_flop, &k.fp64_flop, &k.int_ops, &k.sfu_ops, &k.lsu_ops, &k.dram_read_bytes,
-          &k.dram_write_bytes, &k.l2_bytes, &k.l1_bytes, &k.shared_bytes, &k.link_bytes})
-      *x *= f;
-  };
-  seconds = std::max(seconds, 1e-7);
-  for (int i = 0; i < 3; ++i) {
-    double now = EvaluateKernel(spec, t, spec.default_sm_clock_mhz).time_s;
-    if (now <= 0) break;
-    scale(t, seconds / now);
-  }
+  ScaleToTime(spec, seconds, spec.default_sm_clock_mhz, &t);
   return t;
 }
 
@@ -135,7 +124,8 @@ class Replayer {
     KernelTraits unit = cls == KernelClass::kTensor ? GemmKernel(1024, 1024, 1024, 2, true)
                         : cls == KernelClass::kFp32 ? GemmKernel(1024, 1024, 1024, 4, false)
                                                     : ElementwiseKernel(1 << 20, 4, 4, 1);
-    p_->kernels.push_back({name, Scaled(spec_, unit, std::pow(1.02, bucket))});
+    const double measured_s = std::pow(1.02, bucket);
+    p_->kernels.push_back({name, Scaled(spec_, unit, measured_s), measured_s});
     int32_t id = static_cast<int32_t>(p_->kernels.size() - 1);
     kernels_.emplace(key, id);
     return id;

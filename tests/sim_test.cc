@@ -17,6 +17,7 @@
 #include "graph/builder.h"
 #include "sim/device_spec.h"
 #include "sim/engine.h"
+#include "sim/replay_kernels.h"
 #include "sim/replay_workload.h"
 #include "sim/sim_gpu_control.h"
 #include "sim/workload.h"
@@ -625,6 +626,162 @@ TEST(SimReplay, MultiThreadedTracesReplayWithinOnePercent) {
         100 * (simulated_ms / a.total.observed_ms - 1));
     EXPECT_NEAR(simulated_ms, a.total.replayed_ms, 0.01 * a.total.replayed_ms);
   }
+}
+
+// Replayed kernels get the archetype their name suggests. Real names from the traces in
+// ../shared/traces (AlexNet, DLRM, the HTA test traces; long template argument lists cut), each
+// with the class a reader of the name would give it. None of those traces has a fused attention
+// kernel: the two attention names are PyTorch's FlashAttention and memory-efficient kernels as
+// they appear in PyTorch 2 profiles.
+TEST(SimReplay, KernelNamesGetTheirArchetype) {
+  using C = ReplayKernelClass;
+  const std::vector<std::pair<std::string, C>> table = {
+      {"volta_sgemm_128x64_nn", C::kFp32Gemm},
+      {"ampere_sgemm_32x32_sliced1x4_tn", C::kFp32Gemm},
+      {"cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1", C::kFp32Gemm},
+      {"void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 2, 2, false, false, "
+       "cublasGemvParams<cublasGemvTensorStridedBatched<float const>",
+       C::kFp32Gemm},
+      {"void fft2d_r2c_32x32<float, false, 0u, false>(float2*, float const*, int, int, int, int, int, int, int, int, "
+       "int, cudnn::reduced_divisor, bool, int2, int, int)",
+       C::kFp32Gemm},
+      {"void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x128_32x3_nn_align4>(cutlass_80_tensorop_s1688gemm_"
+       "256x128_32x3_nn_align4::Params)",
+       C::kTensorGemm},
+      {"sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize256x64x32_stage3_warpsize4x2x1_"
+       "g1_tensor16x8x8_execute_kernel_cudnn_infer",
+       C::kTensorGemm},
+      {"_ZN19cutlass_cudnn_train6KernelINS_4conv6kernel23ImplicitGemmConvolutionINS1_11threadblock22ImplicitGemmMulti"
+       "stageINS_4gemm9GemmShapeILi128ELi128ELi32EEE",
+       C::kTensorGemm},
+      {"void splitKreduce_kernel<float, float, float, float, true, false, false>(cublasSplitKParams<float>, float "
+       "const*, float const*, float*",
+       C::kReduction},
+      {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float>, "
+       "unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float>, unsigned int, float, "
+       "4>)",
+       C::kReduction},
+      {"void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, true, false>(float*, float const*, "
+       "int, int, int, bool const*, int, bool)",
+       C::kReduction},
+      {"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, float const*, "
+       "float const*, float const*, float*, float*, float*)",
+       C::kReduction},
+      {"void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 128, true, 1, true>(cudnnTensorStruct, float const*",
+       C::kReduction},
+      {"void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(int, float const*, long, long, "
+       "long, int, int, int, int, int, int, int, int, int, int, float*, long*)",
+       C::kReduction},
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, "
+       "3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+       C::kElementwise},
+      {"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{"
+       "lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}",
+       C::kElementwise},
+      {"void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float, float, float, float, float, "
+       "float, adamMode_t, float, int, int>(int, int volatile*, TensorListMetadata<4>, AdamFunctor<float>",
+       C::kElementwise},
+      {"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, unsigned int, 1, 4, "
+       "bool>(at::cuda::detail::TensorInfo<float, unsigned int>",
+       C::kElementwise},
+      {"void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 2, 128, 1>(float*, "
+       "at::native::(anonymous namespace)::CatArrInputTensorMetadata<float, unsigned int, 128, 1>",
+       C::kElementwise},
+      {"void epilogue::impl::globalKernel<float, float, float, true, true>(int, int, long, float*, cublasLtEpilogue_t",
+       C::kElementwise},
+      {"void at::native::index_elementwise_kernel<128, 4, at::native::gpu_index_kernel<at::native::index_kernel_impl<"
+       "at::native::OpaqueType<4> >(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>)",
+       C::kGather},
+      {"void at::native::(anonymous namespace)::indexSelectLargeIndex<float, int, unsigned int, 1, 1, -2, "
+       "true>(at::cuda::detail::TensorInfo<float, unsigned int>",
+       C::kGather},
+      {"void split_embedding_codegen_forward_unweighted_kernel<float, float, float, long, 2ul>(at::"
+       "GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>",
+       C::kGather},
+      {"void at::native::_scatter_gather_elementwise_kernel<128, 4, at::native::_cuda_scatter_gather_internal_kernel<"
+       "true, float>::operator()<at::native::ReduceAdd>(at::TensorIterator&, long, long, long",
+       C::kGather},
+      {"void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)", C::kGather},
+      {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", C::kCommunication},
+      {"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", C::kCommunication},
+      {"triton__0d1d2d", C::kUnknown},
+      {"at::cuda::(anonymous namespace)::spin_kernel(long)", C::kUnknown},
+      {"void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+       "cutlass::bfloat16_t",
+       C::kAttention},
+      {"fmha_cutlassF_f16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::half_t, "
+       "cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)",
+       C::kAttention},
+  };
+  for (const auto& [name, expected] : table)
+    EXPECT_STREQ(ReplayKernelClassName(ClassifyReplayKernel(name)), ReplayKernelClassName(expected)) << name;
+}
+
+// Time at 705 MHz over time at the A100's default 1410 MHz, and the time at the default clock.
+struct ClockSensitivity {
+  double slowdown = 0, default_s = 0;
+};
+ClockSensitivity SensitivityOf(const KernelTraits& k) {
+  const DeviceSpec& spec = *FindDevice("a100");
+  const double t0 = EvaluateKernel(spec, k, spec.default_sm_clock_mhz).time_s;
+  return {EvaluateKernel(spec, k, 705).time_s / t0, t0};
+}
+
+// Replayed with the same traced duration, a GEMM of large tiles is compute-bound (its time nearly
+// doubles at half the clock), one of small tiles with split-K less so, a gemv memory-bound; each
+// still takes its traced time at the default clock. (The 64x64 split-K name is the traced 64x64x64
+// wgrad kernel's with the split-K suffix of its traced 128x128 sibling.)
+TEST(SimReplay, GemmTilesSetClockSensitivity) {
+  const DeviceSpec& spec = *FindDevice("a100");
+  const double traced_s = 200e-6;
+  const ClockSensitivity big = SensitivityOf(ReplayKernelTraits(
+      "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x128_32x3_nn_align4>(cutlass_80_tensorop_s1688gemm_"
+      "256x128_32x3_nn_align4::Params)",
+      traced_s, spec));
+  const ClockSensitivity split = SensitivityOf(ReplayKernelTraits(
+      "sm80_xmma_wgrad_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize64x64x64_stage4_warpsize2x2x1_"
+      "g1_tensor16x8x8_execute_split_k_kernel_cudnn_train",
+      traced_s, spec));
+  const ClockSensitivity gemv = SensitivityOf(
+      ReplayKernelTraits("void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 2, 2, false, false, "
+                         "cublasGemvParams<cublasGemvTensorStridedBatched<float const>",
+                         traced_s, spec));
+  std::printf("slowdown at 705 MHz: 256x128 %.3f, 64x64 split-K %.3f, gemv %.3f\n", big.slowdown, split.slowdown,
+              gemv.slowdown);
+  for (const ClockSensitivity& c : {big, split, gemv}) EXPECT_NEAR(c.default_s, traced_s, 1e-3 * traced_s);
+  EXPECT_GT(big.slowdown, 1.8);
+  EXPECT_GT(big.slowdown, split.slowdown + 0.2);
+  EXPECT_GT(split.slowdown, gemv.slowdown);
+  EXPECT_LT(gemv.slowdown, 1.15);
+}
+
+bool SameTraits(const KernelTraits& a, const KernelTraits& b) {
+  return a.tensor_flop == b.tensor_flop && a.fp32_flop == b.fp32_flop && a.fp64_flop == b.fp64_flop &&
+         a.int_ops == b.int_ops && a.sfu_ops == b.sfu_ops && a.lsu_ops == b.lsu_ops &&
+         a.dram_read_bytes == b.dram_read_bytes && a.dram_write_bytes == b.dram_write_bytes &&
+         a.l2_bytes == b.l2_bytes && a.l1_bytes == b.l1_bytes && a.shared_bytes == b.shared_bytes &&
+         a.link_bytes == b.link_bytes && a.occupancy == b.occupancy && a.overhead_s == b.overhead_s;
+}
+
+// Two elementwise names get different characteristics (tanh uses the SFU, an add does not); one
+// name gets the same ones every time, and twice the traced time is twice the work.
+TEST(SimReplay, KernelCharacteristicsAreDrawnPerName) {
+  const DeviceSpec& spec = *FindDevice("a100");
+  const std::string add =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, "
+      "3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)";
+  const std::string tanh =
+      "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<at::native::tanh_kernel_cuda(at::"
+      "TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}>";
+  const KernelTraits a = ReplayKernelTraits(add, 50e-6, spec), t = ReplayKernelTraits(tanh, 50e-6, spec);
+  EXPECT_FALSE(SameTraits(a, t));
+  EXPECT_EQ(a.sfu_ops, 0);
+  EXPECT_GT(t.sfu_ops, 0);
+  EXPECT_NE(a.occupancy, t.occupancy);
+  EXPECT_TRUE(SameTraits(a, ReplayKernelTraits(add, 50e-6, spec)));
+  const KernelTraits a2 = ReplayKernelTraits(add, 100e-6, spec);
+  EXPECT_NEAR(a2.dram_read_bytes, 2 * a.dram_read_bytes, 1e-6 * a2.dram_read_bytes);
+  EXPECT_EQ(a2.occupancy, a.occupancy);
 }
 
 }  // namespace

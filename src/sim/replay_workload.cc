@@ -10,6 +10,7 @@
 
 #include "sim/device_spec.h"
 #include "sim/engine_constants.h"
+#include "sim/replay_kernels.h"
 
 namespace emo::sim {
 namespace {
@@ -18,26 +19,6 @@ namespace {
 const std::string kNoPeer = "(no peer traced) ";
 
 bool Has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
-// Compute-bound on tensor cores, compute-bound in FP32, or memory-bound, from the kernel's name.
-enum class KernelClass { kTensor, kFp32, kMemory };
-KernelClass Classify(const std::string& name) {
-  std::string n;
-  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (Has(n, "sgemm") || Has(n, "fft")) return KernelClass::kFp32;
-  if (Has(n, "gemm") || Has(n, "matmul") || Has(n, "cutlass") || Has(n, "nvjet") || Has(n, "xmma") ||
-      Has(n, "s16816") || Has(n, "s1688") || Has(n, "h884") || Has(n, "implicit_convolve") || Has(n, "conv") ||
-      Has(n, "flash") || Has(n, "fmha") || Has(n, "attention") || Has(n, "wgrad") || Has(n, "dgrad"))
-    return KernelClass::kTensor;
-  return KernelClass::kMemory;
-}
-
-// Work scaled so that the kernel takes `seconds` at the device's default clock.
-KernelTraits Scaled(const DeviceSpec& spec, KernelTraits t, double seconds) {
-  t.overhead_s = 0;
-  ScaleToTime(spec, seconds, spec.default_sm_clock_mhz, &t);
-  return t;
-}
 
 CollectiveKind CollectiveOf(const std::string& name) {
   if (Has(name, "AllGather")) return CollectiveKind::kAllGather;
@@ -115,17 +96,17 @@ class Replayer {
     }
   }
 
-  int32_t KernelFor(const std::string& name, uint32_t name_id, KernelClass cls, double seconds) {
+  // `name` is the kernel's traced name (its characteristics are drawn from it), `shown` the name the
+  // program gives it.
+  int32_t KernelFor(const std::string& name, const std::string& shown, uint32_t name_id, ReplayKernelClass cls,
+                    double seconds) {
     // One kernel per name and 2 % duration bucket keeps the engine's per-kernel cost cache small.
     int bucket = static_cast<int>(std::lround(std::log(std::max(seconds, 1e-7)) / std::log(1.02)));
     auto key = std::make_pair(name_id, bucket);
     auto it = kernels_.find(key);
     if (it != kernels_.end()) return it->second;
-    KernelTraits unit = cls == KernelClass::kTensor ? GemmKernel(1024, 1024, 1024, 2, true)
-                        : cls == KernelClass::kFp32 ? GemmKernel(1024, 1024, 1024, 4, false)
-                                                    : ElementwiseKernel(1 << 20, 4, 4, 1);
     const double measured_s = std::pow(1.02, bucket);
-    p_->kernels.push_back({name, Scaled(spec_, unit, measured_s), measured_s});
+    p_->kernels.push_back({shown, ReplayKernelTraits(name, cls, measured_s, spec_), measured_s});
     int32_t id = static_cast<int32_t>(p_->kernels.size() - 1);
     kernels_.emplace(key, id);
     return id;
@@ -375,15 +356,17 @@ class Replayer {
       in.op = Op::kCollective;
       in.group = coll->second.first;
       in.bytes = coll->second.second;
-      in.kernel = KernelFor(name, o.name, KernelClass::kMemory, 1e-6);
+      in.kernel = KernelFor(name, name, o.name, ReplayKernelClass::kCommunication, 1e-6);
       return in;
     }
     in.op = Op::kLaunch;
     if (o.is_comm) {  // no peer in the trace to meet: a kernel of its measured time (see the header)
-      in.kernel = KernelFor(kNoPeer + name, o.name, KernelClass::kMemory, seconds);
+      in.kernel = KernelFor(name, kNoPeer + name, o.name, ReplayKernelClass::kCommunication, seconds);
       return in;
     }
-    in.kernel = KernelFor(name, o.name, o.kind == GpuOpKind::kMemset ? KernelClass::kMemory : Classify(name), seconds);
+    in.kernel =
+        KernelFor(name, name, o.name,
+                  o.kind == GpuOpKind::kMemset ? ReplayKernelClass::kCopy : ClassifyReplayKernel(name), seconds);
     return in;
   }
 

@@ -9,9 +9,10 @@
 // each stream's launch order and the rank's collectives in trace order (NCCL kernels issued in
 // another order than on the peers deadlock), an event's record before the wait on it and an op's
 // launch before a sync on it; and the first thread starts and ends each iteration for all.
-// A single-threaded trace gets no flags. Kernels get hidden characteristics inferred
-// from their names (GEMM, convolution and attention kernels compute-bound on tensor cores, NCCL kernels communication,
-// the rest memory-bound) and scaled so that, at the device's default clock, each takes its measured time. Ordering
+// A single-threaded trace gets no flags. Kernels get hidden characteristics drawn per name from
+// the archetype the name suggests (replay_kernels.h: GEMM tiles, attention, reductions, elementwise,
+// gathers, NCCL, ...), one kernel per name and 2 % duration bucket, scaled so that, at the
+// device's default clock, each takes its measured time. Ordering
 // comes from the execution graph: its event-wait edges become cudaEventRecord / cudaStreamWaitEvent pairs, its sync
 // edges the synchronising calls, its collective barriers NCCL groups. An NCCL kernel whose peers are not in the trace
 // (one rank of a larger job) has no one to meet: it runs as a plain kernel of its measured time (waits for the absent

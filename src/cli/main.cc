@@ -223,7 +223,9 @@ int main(int argc, char** argv) {
   v->add_option("--seeds", val.seeds, "measurement seeds (each policy's measurement is their mean)")
       ->check(CLI::PositiveNumber);
   v->add_option("--seed", val.seed, "seed of the traced run and of the random policies (measurements: seed+1000+i)");
-  v->add_option("--iterations", val.iterations, "iterations per measured run (the first is left out)")
+  v->add_option("--iterations", val.iterations,
+                "iterations per measured run (the first is left out; default: enough for 8 s of measurement, at "
+                "least 6)")
       ->check(CLI::Range(2, 1000000));
   v->add_option("--trace-iterations", val.trace_iterations, "iterations traced at default clocks")
       ->check(CLI::Range(3, 1000000));

@@ -100,8 +100,9 @@ double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) *
 
 bool Validate(const ValidateOptions& opt, nlohmann::ordered_json* out, std::string* err) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (opt.seeds < 1 || opt.iterations < 2 || opt.trace_iterations < 3 || opt.clocks < 2 || opt.random_policies < 0 ||
-      !(opt.change_ms > 0) || !(opt.dvfs_latency_ms >= 0) || !(opt.low_fraction > 0 && opt.low_fraction <= 1)) {
+  if (opt.seeds < 1 || (opt.iterations != 0 && opt.iterations < 2) || opt.trace_iterations < 3 || opt.clocks < 2 ||
+      opt.random_policies < 0 || !(opt.change_ms > 0) || !(opt.dvfs_latency_ms >= 0) ||
+      !(opt.low_fraction > 0 && opt.low_fraction <= 1)) {
     *err =
         "--seeds must be >= 1, --iterations >= 2, --trace-iterations >= 3, --clocks >= 2, --change-ms > 0, "
         "--dvfs-latency-ms >= 0, --low-fraction in (0, 1]";
@@ -130,6 +131,9 @@ bool Validate(const ValidateOptions& opt, nlohmann::ordered_json* out, std::stri
     return PerIteration{(r.end_ns - start0_ns) / iters / 1e6, r.energy_j / iters};
   };
   const PerIteration pred0 = predicted(Schedule(gpus));
+  // The energy counter moves every ~100 ms: a window of a few short iterations measures its steps,
+  // not the energy.
+  const int iterations = opt.iterations > 0 ? opt.iterations : MeasureWindowIterations(pred0.ms, 6);
 
   // Measured: the mean over seeds, each run's first iteration left out.
   std::vector<uint64_t> seeds;
@@ -138,7 +142,7 @@ bool Validate(const ValidateOptions& opt, nlohmann::ordered_json* out, std::stri
     *m = PerIteration();
     for (uint64_t seed : seeds) {
       Measurement r;
-      if (!MeasureRun(pl.program, seed, opt.iterations, 1, p, "", &r, err)) return false;
+      if (!MeasureRun(pl.program, seed, iterations, 1, p, "", &r, err)) return false;
       m->ms += r.iteration_ms() / static_cast<double>(seeds.size());
       m->j += r.iteration_energy_j() / static_cast<double>(seeds.size());
     }
@@ -257,7 +261,7 @@ bool Validate(const ValidateOptions& opt, nlohmann::ordered_json* out, std::stri
                  {"dvfs_latency_ms", opt.dvfs_latency_ms}};
   AddMapes(randoms, &j["random"]);
   j["random"]["policies"] = random_rows;
-  j["measurement"] = {{"seeds", seeds}, {"iterations", opt.iterations}, {"warmup", 1}};
+  j["measurement"] = {{"seeds", seeds}, {"iterations", iterations}, {"warmup", 1}};
   j["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return true;
 }
@@ -287,7 +291,8 @@ int RunValidate(const ValidateOptions& opt) {
              "  default clocks: predicted {:.3f} ms, {:.2f} J per iteration; measured {:.3f} ms, {:.2f} J "
              "({} seeds x {} iterations, the first left out)\n",
              d["predicted_iteration_ms"].get<double>(), d["predicted_energy_j"].get<double>(),
-             d["measured_iteration_ms"].get<double>(), d["measured_energy_j"].get<double>(), opt.seeds, opt.iterations);
+             d["measured_iteration_ms"].get<double>(), d["measured_energy_j"].get<double>(), opt.seeds,
+             j["measurement"]["iterations"].get<int>());
   fmt::print(
       txt,
       "  errors are predicted/measured - 1 of the ratio to the default clocks (each side against its own default "

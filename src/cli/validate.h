@@ -22,7 +22,7 @@ struct ValidateOptions {
   int trace_iterations = 4;     // iterations traced at default clocks
   uint64_t seed = 1;            // of the traced run and the random policies; measurements use seed+1000+i
   int seeds = 3;                // measurement seeds
-  int iterations = 6;           // per measured run (the first is warm-up)
+  int iterations = 0;           // per measured run (the first is warm-up); 0: 8 s of measurement, at least 6
   std::string json;             // results JSON to write ("-": stdout)
 };
 

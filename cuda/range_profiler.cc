@@ -72,6 +72,11 @@ bool RangeProfiler::Open(CUcontext ctx, int device, CUpti_ProfilerRange range, C
     metric_of_.push_back(c.m);
   }
   if (!HostWithMetrics(chip.pChipName, names_, &config_, err)) return false;
+  CUpti_Profiler_Host_GetNumOfPasses_Params passes{CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+  passes.pConfigImage = config_.data();
+  passes.configImageSize = config_.size();
+  if (!CuptiOk(cuptiProfilerHostGetNumOfPasses(&passes), "number of passes", err)) return false;
+  passes_ = passes.numOfPasses;
   CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
   enable.ctx = ctx;
   if (!CuptiOk(cuptiRangeProfilerEnable(&enable), "range profiler enable", err)) return false;

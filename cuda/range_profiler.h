@@ -35,6 +35,9 @@ class RangeProfiler {
   // counter data is then cleared for the next collection.
   bool Collect(std::vector<PackMetrics>* ranges, std::string* err);
   void Close();
+  // Replay passes the configured metrics need (CUPTI's count for the config image): under kernel
+  // replay each profiled kernel runs this many times. 0 before Open.
+  size_t passes() const { return passes_; }
 
  private:
   bool HostWithMetrics(const char* chip, const std::vector<const char*>& metrics, std::vector<uint8_t>* config,
@@ -45,7 +48,7 @@ class RangeProfiler {
   CUpti_Profiler_Host_Object* host_ = nullptr;
   CUpti_RangeProfiler_Object* profiler_ = nullptr;
   bool initialized_ = false;
-  size_t max_ranges_ = 0;
+  size_t max_ranges_ = 0, passes_ = 0;
   std::vector<uint8_t> availability_, config_, counter_data_;
   std::vector<const char*> names_;
   std::vector<Metric> metric_of_;

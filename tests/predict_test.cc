@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "cli/model_pipeline.h"
 #include "graph/builder.h"
 #include "graph/replay.h"
 #include "packed_graph.h"
@@ -65,6 +66,43 @@ TEST(Predict, ALandingChangesThePacksThatStartAfterIt) {
   EXPECT_NEAR(p.Run({{{10.5e6, 0}}}).end_ns, 20.001e6, 1e-3);
   // Both packs at 1000 MHz: a landing at 0.
   EXPECT_NEAR(p.Run({{{0, 0}}}).end_ns, 40.001e6, 1e-3);
+}
+
+// The iteration began 1 s before the graph's origin (host work before the first CUDA call): the
+// GPU idles from then on. Unlocked (an empty schedule), its gaps draw the idle power the traced
+// run showed (30 W: the driver had lowered the idle clock); locked at any clock, that clock's.
+TEST(Predict, UnlockedGapsDrawTheObservedIdlePower) {
+  const PackedGraph pg = Chain({1e3, 10e6, 10e6});
+  // Outside packs: 1 s before the origin plus 1 µs. Packs 6 J at the default clock.
+  PredictorInput in = TwoPacks(pg, 6 + 30 * 1.000001);
+  in.iteration_start_ns = {-1e9};
+  in.default_idle_power_w = {30};
+  Predictor p;
+  std::string err;
+  ASSERT_TRUE(p.Init(in, &err)) << err;
+  EXPECT_NEAR(p.energy_scale()[0], 1, 1e-9);
+  EXPECT_NEAR(p.base().energy_j, 6 + 30 * 1.000001, 1e-9);
+  EXPECT_NEAR(p.Run({{{0, 1}}}).energy_j, 6 + 100 * 1.000001, 1e-9);  // locked at the default clock
+  EXPECT_NEAR(p.Run({{{0, 0}}}).energy_j, 4 + 50 * 1.000001, 1e-9);   // locked at 1000 MHz: 40 ms of packs
+  // Without an observation, the unlocked gaps draw the default clock's idle power.
+  in.default_idle_power_w.clear();
+  in.measured_energy_j = {6 + 100 * 1.000001};
+  ASSERT_TRUE(p.Init(in, &err)) << err;
+  EXPECT_NEAR(p.base().energy_j, 6 + 100 * 1.000001, 1e-9);
+}
+
+// The clock samples of the traced run while no pack ran, each standing until the next, weighted
+// by time, at the profile's idle power interpolated between its clocks.
+TEST(Predict, DefaultIdlePowerFromTheGapSamples) {
+  const PackedGraph pg = Chain({1e3, 10e6, 10e6});  // packs at [0.001, 10.001] and [10.001, 20.001] ms
+  const std::vector<std::vector<std::pair<double, double>>> samples = {
+      {{-1e9, 1000}, {5e6, 2000}, {15e6, 2000}, {20.5e6, 1500}, {21e6, 1500}}};
+  const std::vector<double> w = DefaultIdlePower(pg.p, samples, {1000, 2000}, {50, 100});
+  ASSERT_EQ(w.size(), 1u);
+  // Gaps: 1.005 s at 1000 MHz (50 W) before the first sample in a pack, 0.5 ms at 1500 MHz (75 W).
+  EXPECT_NEAR(w[0], (1.005e9 * 50 + 0.5e6 * 75) / (1.005e9 + 0.5e6), 1e-9);
+  // No sample outside a pack: no observation.
+  EXPECT_EQ(DefaultIdlePower(pg.p, {{{5e6, 2000}, {6e6, 2000}}}, {1000, 2000}, {50, 100})[0], 0);
 }
 
 // On a simulated run's packed graph, any one clock everywhere predicts the same end as the

@@ -34,6 +34,7 @@ TEST(RangeFile, ResultRoundTrip) {
   ProfileResult r;
   r.gpu = 2;
   r.kernels_seen = 40;
+  r.passes_per_kernel = 7;
   r.error = "stopped";
   ProfiledRange p;
   p.range = {2, 10, 12};
@@ -47,6 +48,7 @@ TEST(RangeFile, ResultRoundTrip) {
   ASSERT_TRUE(ParseProfileResult(ProfileResultJson(r), &back, &err)) << err;
   EXPECT_EQ(back.gpu, 2);
   EXPECT_EQ(back.kernels_seen, 40);
+  EXPECT_EQ(back.passes_per_kernel, 7);
   EXPECT_EQ(back.error, "stopped");
   ASSERT_EQ(back.ranges.size(), 1u);
   EXPECT_EQ(back.ranges[0].range.last, 12);

@@ -53,6 +53,41 @@ bool GraphAndPacks(const Trace& trace, double pack_ms, Graph* g, BuildReport* re
   return true;
 }
 
+std::vector<double> DefaultIdlePower(const Packing& packing,
+                                     const std::vector<std::vector<std::pair<double, double>>>& samples,
+                                     const std::vector<int>& clocks_mhz, const std::vector<double>& idle_power_w) {
+  // Idle power at a sampled clock, interpolated between the profile's clocks.
+  auto idle_at = [&](double mhz) {
+    const auto hi = std::lower_bound(clocks_mhz.begin(), clocks_mhz.end(), mhz);
+    if (hi == clocks_mhz.begin()) return idle_power_w.front();
+    if (hi == clocks_mhz.end()) return idle_power_w.back();
+    const size_t i = static_cast<size_t>(hi - clocks_mhz.begin());
+    const double f = (mhz - clocks_mhz[i - 1]) / (clocks_mhz[i] - clocks_mhz[i - 1]);
+    return idle_power_w[i - 1] + f * (idle_power_w[i] - idle_power_w[i - 1]);
+  };
+  std::vector<double> out(samples.size(), 0);
+  for (size_t gpu = 0; gpu < samples.size(); ++gpu) {
+    std::vector<std::pair<double, double>> busy;  // the GPU's pack spans, sorted
+    for (size_t p = 0; p < packing.packs(); ++p)
+      if (static_cast<size_t>(packing.rank[p]) == gpu) busy.push_back({packing.start_ns[p], packing.end_ns[p]});
+    std::sort(busy.begin(), busy.end());
+    // Each sample stands for the time until the next; it counts where no pack has begun and not ended.
+    double reach_end = -1e300, w_ns = 0, gap_ns = 0;
+    size_t next = 0;
+    const auto& gs = samples[gpu];
+    for (size_t i = 0; i + 1 < gs.size(); ++i) {
+      const double t = gs[i].first;
+      while (next < busy.size() && busy[next].first <= t) reach_end = std::max(reach_end, busy[next++].second);
+      if (t < reach_end) continue;
+      const double dt = gs[i + 1].first - t;
+      w_ns += dt * idle_at(gs[i].second);
+      gap_ns += dt;
+    }
+    if (gap_ns > 0) out[gpu] = w_ns / gap_ns;
+  }
+  return out;
+}
+
 bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, const PackProfile& pp,
                     const DeviceProfile& profile, const DefaultRun& run, Predictor* predictor, PackTables* tables,
                     std::string* err) {
@@ -65,6 +100,7 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
   in.clocks_mhz = profile.clocks_mhz;
   in.default_clock = profile.ClockIndex(profile.default_mhz);
   in.idle_power_w = model.idle_power_w();
+  in.default_idle_power_w = DefaultIdlePower(packing, run.clock_samples, profile.clocks_mhz, in.idle_power_w);
   for (const Iteration& it : trace.ranks[0].iterations)
     in.iteration_start_ns.push_back(static_cast<double>(it.start_ns - g.origin_ns));
   // The traced span: given, or from the graph's origin to its last observed end.
@@ -76,6 +112,8 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
            std::to_string(trace.ranks.size()) + " (measure the job's GPUs only: emo run --gpus)";
     return false;
   }
+  // The predictor counts from the first iteration's start where it precedes the graph's origin.
+  if (!in.iteration_start_ns.empty()) span_ns -= std::min(0.0, in.iteration_start_ns.front());
   for (double w : run.power_w) in.measured_energy_j.push_back(w * span_ns * 1e-9);
   return predictor->Init(std::move(in), err);
 }
@@ -84,7 +122,8 @@ nlohmann::ordered_json PackMetricsJson(const PackProfile& pp, const Packing& pac
                                        const StringTable& names) {
   nlohmann::ordered_json j = {{"kernels_in_run", pp.kernels_in_run},
                               {"kernels_profiled", pp.cost.kernels_profiled},
-                              {"ranges", pp.cost.ranges}};
+                              {"ranges", pp.cost.ranges},
+                              {"passes", pp.cost.passes}};
   j["packs"] = nlohmann::json::array();
   for (size_t i = 0; i < pp.packs.size(); ++i) {
     const uint32_t p = pp.packs[i];
@@ -128,6 +167,7 @@ bool ReadPackMetrics(const std::string& path, const Packing& packing, PackProfil
     out->kernels_in_run = j.value("kernels_in_run", int64_t{0});
     out->cost.kernels_profiled = j.value("kernels_profiled", int64_t{0});
     out->cost.ranges = j.value("ranges", int64_t{0});
+    out->cost.passes = j.value("passes", int64_t{0});
   } catch (const std::exception& e) {
     *err = path + ": " + e.what() + " (made by emo profile from this trace, with the same --pack-ms?)";
     return false;

@@ -35,6 +35,13 @@ struct DefaultRun {
   double span_ns = 0;           // the traced run's length from the graph's origin; 0: its last node's end
 };
 
+// Per GPU, the power of the traced run's gaps at default clocks: the profile's idle power at each
+// SM-clock sample taken while none of the GPU's packs ran, time-weighted (the driver lowers an idle
+// GPU's clock after a while, which a lock would prevent); 0 for a GPU without such samples.
+std::vector<double> DefaultIdlePower(const Packing& packing,
+                                     const std::vector<std::vector<std::pair<double, double>>>& samples,
+                                     const std::vector<int>& clocks_mhz, const std::vector<double>& idle_power_w);
+
 // The prediction pass over the traced run: every pack's time and energy at every clock from the
 // pack model, anchored to its traced time at the clock it ran at, and one energy factor per GPU
 // fitted to run.power_w over the traced span. `tables` receives the model's output for the

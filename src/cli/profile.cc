@@ -78,7 +78,10 @@ class CommandMetricSource : public MetricSource {
       if (w.windowed ? r.kernels_seen < traced : r.kernels_seen != traced)
         problems.push_back("GPU " + std::to_string(r.gpu) + " launched " + std::to_string(r.kernels_seen) +
                            " compute kernels, the trace " + (w.windowed ? "at least " : "") + std::to_string(traced));
-      for (const ProfiledRange& p : r.ranges) got[{p.range.gpu, p.range.first, p.range.last}] = p;
+      for (const ProfiledRange& p : r.ranges) {
+        got[{p.range.gpu, p.range.first, p.range.last}] = p;
+        cost->passes += r.passes_per_kernel;  // kernel replay: each of the range's kernels runs every pass
+      }
     }
     if (results == 0) {
       *err = command_[0] + " exited with " + std::to_string(exit_code_) + " and wrote no profile results to " +
@@ -178,9 +181,10 @@ int RunProfile(const ProfileOptions& opt) {
     return 1;
   }
   fmt::print(
-      "{} unique packs of {} profiled: {} of {} compute kernels under the profiler; {} first-kernel "
-      "mismatches; written to {}\n",
-      pp.packs.size(), packing.packs(), pp.cost.kernels_profiled, pp.kernels_in_run, source.mismatches(), opt.out);
+      "{} unique packs of {} profiled: {} of {} compute kernels under the profiler, {} replay passes in all; {} "
+      "first-kernel mismatches; written to {}\n",
+      pp.packs.size(), packing.packs(), pp.cost.kernels_profiled, pp.kernels_in_run, pp.cost.passes,
+      source.mismatches(), opt.out);
   return source.mismatches() == 0 ? 0 : 1;
 #endif
 }

@@ -51,8 +51,8 @@ struct KernelRange {
 // What profiling cost, for the report beside the paper's "packing makes profiling cheaper".
 struct ProfileCost {
   int64_t ranges = 0;            // ranges profiled
-  int64_t passes = 0;            // replay passes, summed over ranges
-  int64_t kernels_profiled = 0;  // kernel executions under the profiler, summed over passes
+  int64_t passes = 0;            // replay passes of each range, summed over ranges (0 where not reported)
+  int64_t kernels_profiled = 0;  // kernels in the profiled ranges (each runs once per pass)
   double overhead_s = 0;         // run time the profiling added
 };
 

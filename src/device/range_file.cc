@@ -48,7 +48,8 @@ bool ParseRanges(const std::string& json, std::vector<KernelRange>* ranges, std:
 }
 
 std::string ProfileResultJson(const ProfileResult& r) {
-  nlohmann::json j = {{"gpu", r.gpu}, {"kernels_seen", r.kernels_seen}, {"error", r.error}};
+  nlohmann::json j = {
+      {"gpu", r.gpu}, {"kernels_seen", r.kernels_seen}, {"passes_per_kernel", r.passes_per_kernel}, {"error", r.error}};
   j["ranges"] = nlohmann::json::array();
   for (const ProfiledRange& p : r.ranges) {
     nlohmann::json m = nlohmann::json::object();
@@ -70,6 +71,7 @@ bool ParseProfileResult(const std::string& json, ProfileResult* out, std::string
     if (j.is_discarded() || !j.is_object()) throw std::runtime_error("not a JSON object");
     out->gpu = j.at("gpu").get<int>();
     out->kernels_seen = j.at("kernels_seen").get<int64_t>();
+    out->passes_per_kernel = j.value("passes_per_kernel", int64_t{0});
     out->error = j.value("error", "");
     for (const nlohmann::json& r : j.at("ranges")) {
       ProfiledRange p;

@@ -27,6 +27,7 @@ struct ProfiledRange {
 struct ProfileResult {
   int gpu = 0;
   int64_t kernels_seen = 0;
+  int64_t passes_per_kernel = 0;  // replay passes each profiled kernel took (0: not reported)
   std::vector<ProfiledRange> ranges;
   std::string error;
 };

@@ -156,6 +156,7 @@ void WriteAtExit() {
     Fail(p, "the program ended inside range " + std::to_string(p.ranges[p.next].first) + ".." +
                 std::to_string(p.ranges[p.next].last));
   p.result.kernels_seen = p.ordinal;
+  p.result.passes_per_kernel = static_cast<int64_t>(p.profiler.passes());
   p.profiler.Close();
   std::ofstream f(p.out_path);
   f << ProfileResultJson(p.result) << "\n";

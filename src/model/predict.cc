@@ -48,6 +48,7 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
 
   // Iterations: rank 0's markers, each tied to the first CPU node of rank 0 at or after it.
   const std::vector<double>& starts = in_.iteration_start_ns;
+  run_start_ns_ = starts.empty() ? 0 : std::min(0.0, starts.front());
   std::vector<uint32_t> cpu0;
   for (size_t v = 0; v < n; ++v)
     if (g.rank[v] == 0 && IsCpu(g.kind[v])) cpu0.push_back(static_cast<uint32_t>(v));
@@ -295,8 +296,13 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
       acc += (period_ns_ - t) * in_.idle_power_w[c];
       ratio = acc / period_ns_ / idle0;
     }
+    const bool unlocked = static_cast<size_t>(gpu) >= s.size() || s[gpu].empty();
+    const double gap_w =
+        unlocked && static_cast<size_t>(gpu) < in_.default_idle_power_w.size() && in_.default_idle_power_w[gpu] > 0
+            ? in_.default_idle_power_w[gpu]
+            : idle0 * ratio;
     const double busy_ns = pack_time0_s_[gpu] > 0 ? pack_union_ns_[gpu] * pack_t[gpu] / pack_time0_s_[gpu] : 0;
-    r.gpu_energy_j[gpu] += idle0 * ratio * std::max(0.0, end - busy_ns) * 1e-9;
+    r.gpu_energy_j[gpu] += gap_w * std::max(0.0, end - run_start_ns_ - busy_ns) * 1e-9;
     r.energy_j += r.gpu_energy_j[gpu];
   }
   return r;

@@ -26,9 +26,12 @@
 // and computes the rest; its result is bit for bit Run(B)'s.
 //
 // Energy, per GPU: Σ_p [P_idle(c_p) T_p(c_p) + k (E_p(c_p) − P_idle(c_p) T_p(c_p))]
-//                 + P_idle(c̄) · (end − U · Σ_p T_p(c_p) / Σ_p T_p(c0)), where U
+//                 + P_idle(c̄) · (end − start − U · Σ_p T_p(c_p) / Σ_p T_p(c0)), where start is the
+// first iteration's start if it precedes the graph's origin (host work before the first CUDA
+// call), else 0, U
 // is the union of the packs' spans at default clocks (time some pack runs), and c̄'s idle power the
-// time-weighted mean over the GPU's schedule.
+// time-weighted mean over the GPU's schedule; under an empty schedule (clocks unlocked) the gaps
+// draw the default idle power the traced run showed (PredictorInput::default_idle_power_w).
 #pragma once
 
 #include <cstdint>
@@ -57,10 +60,15 @@ struct PredictorInput {
   int default_clock = 0;        // index into clocks_mhz
   // Per pack (packing->packs() of them), [pack * clocks + clock]: time (s) and energy (J).
   std::vector<double> pack_time_s, pack_energy_j;
-  std::vector<double> idle_power_w;        // per clock: the device's power when idle
+  std::vector<double> idle_power_w;  // per clock: the device's power when idle
+  // Per GPU (graph rank): the power of its gaps under the default clocks, unlocked, as the traced
+  // run showed them (the driver lowers an idle GPU's clock after a while); missing or 0: the idle
+  // power at the default clock. A GPU whose schedule is empty stays unlocked and draws it.
+  std::vector<double> default_idle_power_w;
   std::vector<double> iteration_start_ns;  // observed starts (graph time), ascending; empty: one, at 0
   std::vector<double> measured_energy_j;   // per GPU (graph rank): energy of the traced run at default clocks,
-                                           // from graph time 0 to its end
+                                           // from the first iteration's start (or graph time 0, if that is
+                                           // earlier) to its end
 };
 
 class Predictor {
@@ -135,6 +143,7 @@ class Predictor {
   PredictorInput in_;
   int gpus_ = 0;
   double period_ns_ = 0;
+  double run_start_ns_ = 0;               // the first iteration's start where it precedes the graph's origin, else 0
   std::vector<uint32_t> marker_node_;     // per iteration: its first node
   std::vector<double> marker_offset_ns_;  // marker node's observed start − the iteration's start
   std::vector<int32_t> node_iteration_;   // per node: iteration by observed start (−1 before the first)

@@ -12,6 +12,7 @@
 #include "graph/analysis.h"
 #include "graph/builder.h"
 #include "sim/device_spec.h"
+#include "sim/engine_constants.h"
 
 namespace emo::sim {
 namespace {
@@ -742,6 +743,27 @@ TEST(Engine, GpuAndRunVariation) {
   EXPECT_NEAR(stdev(run_power), v.run_power, 0.2 * v.run_power);
   EXPECT_NEAR(stdev(gpu_power), v.gpu_power, 0.2 * v.gpu_power);
   EXPECT_NEAR(stdev(gpu_time), v.gpu_time, 0.2 * v.gpu_time);
+}
+
+// Range profiling replays each kernel of a range once per pass: the kernel occupies the GPU for
+// all of them, its counters are one pass's, and the added time is reported.
+TEST(Engine, ProfiledKernelsRunOncePerPass) {
+  Program p = OneRank({Launch(1), Launch(1), Launch(1), Make(Op::kStreamSync, 0)});
+  EngineOptions o;
+  o.iterations = 1;
+  Engine e(p, o);
+  Uncapped(e);
+  e.ProfileRanges(0, {{1, 1}});
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const std::vector<GpuOp>& ops = e.trace().ranks[0].ops;
+  ASSERT_EQ(ops.size(), 3u);
+  const double plain = static_cast<double>(ops[0].end_ns - ops[0].start_ns);
+  const double profiled = static_cast<double>(ops[1].end_ns - ops[1].start_ns);
+  EXPECT_NEAR(profiled / plain, kRangeProfilerPasses, 0.05 * kRangeProfilerPasses);
+  EXPECT_NEAR(static_cast<double>(ops[2].end_ns - ops[2].start_ns) / plain, 1, 0.05);
+  EXPECT_NEAR(e.RangeCounters(0)[0].time_ns, profiled / kRangeProfilerPasses, 2);
+  EXPECT_NEAR(e.ProfilingOverheadNs(0), profiled * (kRangeProfilerPasses - 1) / kRangeProfilerPasses, 2);
 }
 
 // Each kernel name draws its hidden factors once per kernel seed, uniformly within 1 ± spread:

@@ -167,6 +167,7 @@ struct Gpu {
   CounterValues counters;
   int64_t kernels_launched = 0;                     // compute kernels launched so far: the next one's ordinal
   std::vector<std::pair<int64_t, int64_t>> ranges;  // profiled ranges of launch ordinals, sorted, disjoint
+  double profiling_extra_ns = 0;                    // kernel time the profiler's replay passes added
   std::vector<CounterValues> range_counters;        // one per range
 };
 
@@ -288,6 +289,12 @@ struct Engine::State {
   }
 
   // --- GPU state -------------------------------------------------------------------------
+  // The profiled range (index into g.ranges) holding launch ordinal `seq`, or -1.
+  static int64_t RangeOf(const Gpu& g, int64_t seq) {
+    auto r = std::upper_bound(g.ranges.begin(), g.ranges.end(), std::pair<int64_t, int64_t>(seq, INT64_MAX));
+    if (r == g.ranges.begin() || std::prev(r)->second < seq) return -1;
+    return std::prev(r) - g.ranges.begin();
+  }
   size_t ClockIndex(const Gpu& g, double mhz) const {
     const auto& c = g.spec->sm_clocks_mhz;
     auto it = std::upper_bound(c.begin(), c.end(), static_cast<int>(std::lround(mhz)));
@@ -765,6 +772,7 @@ struct Engine::State {
     r.noise = it.noise;
     if (it.kind == Item::kKernel) {
       r.noise *= g.time_factor;
+      if (RangeOf(g, it.seq) >= 0) r.noise *= kRangeProfilerPasses;  // every pass runs the kernel
       r.compute = true;
       r.kernel = it.kernel;
       ++g.n_compute;
@@ -871,15 +879,19 @@ struct Engine::State {
     const Item& it = st.q.front();
     if (it.kind == Item::kKernel && (g.counting || !g.ranges.empty())) {
       // The range (by launch ordinal) this kernel belongs to, if any.
-      CounterValues* range = nullptr;
-      auto r = std::upper_bound(g.ranges.begin(), g.ranges.end(), std::pair<int64_t, int64_t>(it.seq, INT64_MAX));
-      if (r != g.ranges.begin() && std::prev(r)->second >= it.seq)
-        range = &g.range_counters[static_cast<size_t>(std::prev(r) - g.ranges.begin())];
+      const int64_t ri = RangeOf(g, it.seq);
+      CounterValues* range = ri >= 0 ? &g.range_counters[static_cast<size_t>(ri)] : nullptr;
       if (g.counting || range) {
         const KernelTraits& k = traits[static_cast<size_t>(it.kernel)];
         const KernelCost cost_now = EvaluateKernel(*spec, k, spec->sm_clocks_mhz[g.effective_ci]);
-        const CounterValues c = KernelCounters(*g.spec, k, cost_now, (now - st.current_start) * 1e-9,
-                                               [&](int) { return std::max(0.9, 1 + 0.01 * Normal()); });
+        // A profiled kernel ran once per pass; each counter comes from one pass.
+        double ran_s = (now - st.current_start) * 1e-9;
+        if (range) {
+          g.profiling_extra_ns += ran_s * 1e9 * (kRangeProfilerPasses - 1) / kRangeProfilerPasses;
+          ran_s /= kRangeProfilerPasses;
+        }
+        const CounterValues c =
+            KernelCounters(*g.spec, k, cost_now, ran_s, [&](int) { return std::max(0.9, 1 + 0.01 * Normal()); });
         if (g.counting) g.counters.Add(c);
         if (range) range->Add(c);
       }
@@ -1303,6 +1315,7 @@ void Engine::ProfileRanges(int gpu, std::vector<std::pair<int64_t, int64_t>> ran
   g.ranges = std::move(ranges);
   g.range_counters.assign(g.ranges.size(), CounterValues{});
 }
+double Engine::ProfilingOverheadNs(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].profiling_extra_ns; }
 const std::vector<CounterValues>& Engine::RangeCounters(int gpu) const {
   return s_->gpus[static_cast<size_t>(gpu)].range_counters;
 }

@@ -109,8 +109,11 @@ class Engine {
   // launched on `gpu` with ordinals in each [first, last] (disjoint), in ascending order of first.
   // Register before Run(); read after.
   void ProfileRanges(int gpu, std::vector<std::pair<int64_t, int64_t>> ranges);
+  // (Each kernel of a profiled range runs kRangeProfilerPasses times, as kernel replay runs it;
+  // its counters are one pass's.)
   const std::vector<CounterValues>& RangeCounters(int gpu) const;
-  int64_t kernels_launched(int gpu) const;  // compute kernels launched on `gpu` so far
+  double ProfilingOverheadNs(int gpu) const;  // kernel time the replay passes added on `gpu`
+  int64_t kernels_launched(int gpu) const;    // compute kernels launched on `gpu` so far
   double now_ns() const;
 
   // ProfilerStep boundaries of rank 0's first thread: iteration i spans

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "sim/engine_constants.h"
+
 namespace emo::sim {
 
 PackMetrics ToPackMetrics(const CounterValues& c, double sm_mhz) {
@@ -64,11 +66,11 @@ bool SimMetricSource::Profile(const std::vector<KernelRange>& ranges, std::vecto
     }
     out->push_back(ToPackMetrics(engine.RangeCounters(r.gpu)[i], engine.ClockMhz(r.gpu)));
   }
-  // The simulator collects every metric in one pass without perturbing the run; real range
-  // profiling needs several replay passes (charged once the simulator models them).
+  // Kernel replay: every kernel of a range runs once per pass (engine_constants.h).
   cost->ranges += static_cast<int64_t>(ranges.size());
-  cost->passes += static_cast<int64_t>(ranges.size());
+  cost->passes += static_cast<int64_t>(ranges.size()) * kRangeProfilerPasses;
   for (const PackMetrics& m : *out) cost->kernels_profiled += m.kernels;
+  for (const auto& [gpu, list] : per_gpu) cost->overhead_s += engine.ProfilingOverheadNs(gpu) * 1e-9;
   return true;
 }
 

@@ -374,6 +374,46 @@ TEST(Workload, DataParallelBucketsOverlapBackward) {
 // Offload, 3 layers (the first dense), batch 2, top-2 of 8 experts of width 128, h = 256, CPU at
 // 100 GFLOP/s: each MoE layer copies hidden states and routing to the host, synchronises, computes
 // 2 × 2 × 3 × 2 × 256 × 128 / 100 = 7864.32 ns on the CPU and copies the result back.
+// An evaluation step is the training step's forward passes and the loss: of the 27 GEMMs of a
+// 2-layer GPT step (forward 2 x 4 linears + logits = 9, backward twice that), the 9 forward ones,
+// no optimizer, no all-reduce. A checkpoint: rank 0 copies the parameters with the FP32 master
+// weights and Adam's moments (2 + 12 bytes each) to pageable host memory and writes them at
+// cpu.write_gbps; both ranks then meet at a barrier.
+TEST(Workload, DataParallelEvalAndCheckpointSteps) {
+  const json train = {{"kind", "dp"}, {"device", "a100"}, {"model", SmallGpt()}, {"parallel", {{"dp", 2}}}};
+  json eval = train, checkpoint = train;
+  eval["step"] = "eval";
+  checkpoint["step"] = "checkpoint";
+  checkpoint["cpu"] = {{"write_gbps", 4}};
+  const Program t = Build(train), e = Build(eval), c = Build(checkpoint);
+  EXPECT_EQ(CountLaunches(t, 0, "gemm"), 27);
+  EXPECT_EQ(CountLaunches(e, 0, "gemm"), 9);
+  EXPECT_EQ(CountLaunches(e, 0, "Adam"), 0);
+  EXPECT_GT(CountLaunches(t, 0, "Adam"), 0);
+  EXPECT_EQ(CountOps(e, 0, Op::kCollective), 0);
+  ASSERT_EQ(c.ranks.size(), 2u);
+  EXPECT_EQ(CountOps(c, 0, Op::kLaunch), 0);
+  EXPECT_EQ(CountOps(c, 0, Op::kCollective), 1);
+  EXPECT_EQ(CountOps(c, 1, Op::kCollective), 1);
+  EXPECT_EQ(CountOps(c, 1, Op::kCopy), 0);
+  const Instr* copy = nullptr;
+  double cpu_ns = 0;
+  for (const Instr& in : Code(c, 0)) {
+    if (in.op == Op::kCopy) copy = &in;
+    if (in.op == Op::kCpu && copy != nullptr && cpu_ns == 0) cpu_ns = in.cpu_ns;
+  }
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->dir, CopyDir::kDeviceToHost);
+  EXPECT_TRUE(copy->blocking);
+  EXPECT_FALSE(copy->pinned);
+  // 2 layers of 12·256² weights plus the 1024 x 256 embedding, about 1.8 M parameters.
+  EXPECT_GT(copy->bytes, 1.5e6 * 14);
+  EXPECT_LT(copy->bytes, 2.5e6 * 14);
+  EXPECT_NEAR(cpu_ns, copy->bytes / 4e9 * 1e9 + 6000, 1);  // the write, then the next call's gap
+  std::string err;
+  EXPECT_TRUE(CollectivesComplete(c, &err)) << err;
+}
+
 TEST(Workload, OffloadCopiesSyncBeforeCpuExperts) {
   json model = SmallGpt();
   model["arch"] = "llama";
@@ -541,6 +581,17 @@ TEST(Workload, BadSpecsNameTheField) {
   });
   with("misspelt thread", "field threads.loader: unknown field", [](json& s) {
     s["kind"] = "dp", s["parallel"] = json::object(), s["threads"] = {{"loader", 5}};
+  });
+  with("eval on kind tp", "field step: only kind dp has eval and checkpoint steps",
+       [](json& s) { s["step"] = "eval"; });
+  with("unknown step", "field step: expected one of train, eval, checkpoint",
+       [](json& s) { s["kind"] = "dp", s["parallel"] = json::object(), s["step"] = "infer"; });
+  with("autograd in an eval step", "field threads.autograd: an eval or checkpoint step has no backward pass",
+       [](json& s) {
+         s["kind"] = "dp", s["parallel"] = json::object(), s["step"] = "eval", s["threads"] = {{"autograd", true}};
+       });
+  with("negative write rate", "field cpu.write_gbps: expected a positive number", [](json& s) {
+    s["kind"] = "dp", s["parallel"] = json::object(), s["step"] = "checkpoint", s["cpu"] = {{"write_gbps", -1}};
   });
   cases.push_back({"not an object", json::array(), "expected a JSON object"});
   for (const Case& c : cases) {

@@ -24,6 +24,40 @@ void BuildDp(const Spec& s, const Naming& nm, Program* p) {
   Emitter e{{}, s.launch_gap_ns}, bwd{{}, s.launch_gap_ns};
   Emitter& b = autograd ? bwd : e;
   const double params = LocalParams(passes), B = static_cast<double>(s.model.dtype_bytes);
+  if (s.step == StepKind::kEval) {  // forward passes and the loss
+    for (int64_t mb = 0; mb < s.parallel.microbatches; ++mb)
+      for (const Phase& ph : passes.forward) {
+        e.Launch(0, ph.compute);
+        e.Launch(0, ph.overlap);
+      }
+    FinishStep(&e);
+    p->ranks.assign(static_cast<size_t>(s.parallel.dp), OneThread(std::move(e), 2, 2));
+    return;
+  }
+  if (s.step == StepKind::kCheckpoint) {
+    // torch.save on rank 0: the weights with the FP32 master weights and Adam's two moments
+    // (12 bytes per parameter) copied to pageable host memory, then written; every rank then
+    // meets at a barrier (a 4-byte all-reduce).
+    const int32_t barrier =
+        reduce ? kt.Add(AllReduceName(nm, 4, "Sum", nm.nccl), AllReduceKernel(4, static_cast<double>(s.parallel.dp), 4))
+               : -1;
+    std::vector<RankProgram> ranks;
+    for (int64_t r = 0; r < s.parallel.dp; ++r) {
+      Emitter w{{}, s.launch_gap_ns};
+      if (r == 0) {
+        const double bytes = params * (B + 12);
+        w.Copy(0, bytes, CopyDir::kDeviceToHost);
+        w.code.back().blocking = true;
+        w.code.back().pinned = false;
+        w.Cpu(bytes / s.write_bytes_per_s * 1e9);
+      }
+      if (reduce) w.Collective(1, barrier, 0, 4);
+      w.StreamSync(1);
+      ranks.push_back(OneThread(std::move(w), 2, 2));
+    }
+    p->ranks = std::move(ranks);
+    return;
+  }
   ZeroGrad(c, params, &e);
   double bucket = 0;
   auto flush = [&] {

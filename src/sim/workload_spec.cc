@@ -152,6 +152,9 @@ bool CheckSpec(const Spec& s, std::string* err) {
   if (s.kind != Kind::kTp && p.tp != 1) return fail("parallel.tp", "only kind tp supports tp > 1");
   if (s.kind != Kind::kPp && p.pp != 1) return fail("parallel.pp", "only kind pp supports pp > 1");
   if (s.kind != Kind::kDp && p.dp != 1) return fail("parallel.dp", "only kind dp supports dp > 1");
+  if (s.kind != Kind::kDp && s.step != StepKind::kTrain) return fail("step", "only kind dp has eval and checkpoint steps");
+  if (s.step != StepKind::kTrain && s.threads.autograd)
+    return fail("threads.autograd", "an eval or checkpoint step has no backward pass for the autograd thread");
   if (s.kind != Kind::kDp && s.threads.autograd)
     return fail("threads.autograd", "only kind dp supports an autograd thread");
   for (auto [field, degree] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.dp", p.dp}})
@@ -276,10 +279,14 @@ bool ReadSpec(const json& j, const std::string& default_name, Spec* s, std::stri
   p.parameter_partition = partition == 1;
   p.bucket_bytes = bucket_mb * 1024 * 1024;
 
-  double gap_us = 6;
+  double gap_us = 6, write_gbps = 2;
   if (!cpu.Number("launch_gap_us", true, 6, &gap_us) || !cpu.Number("gflops", false, 1000, &s->cpu_gflops) ||
-      !cpu.Finish())
+      !cpu.Number("write_gbps", false, 2, &write_gbps) || !cpu.Finish())
     return false;
+  s->write_bytes_per_s = write_gbps * 1e9;
+  int step = 0;
+  if (!top.Choice("step", {"train", "eval", "checkpoint"}, 0, &step)) return false;
+  s->step = static_cast<StepKind>(step);
   s->launch_gap_ns = gap_us * 1e3;
   double poll_ms = 0, loader_ms = 0;
   if (!threads.Bool("autograd", false, &s->threads.autograd) || !threads.Number("poll_ms", true, 0, &poll_ms) ||

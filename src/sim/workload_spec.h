@@ -37,8 +37,14 @@ struct ThreadsSpec {
   bool any() const { return autograd || poll_ns > 0 || loader_ns > 0; }
 };
 
+// What an iteration of kind dp does: a training step, an evaluation step (the forward passes and
+// the loss, no backward, no optimizer), or a checkpoint (rank 0 copies the parameters and the
+// optimizer state to the host and writes them, the other ranks wait for it at a barrier).
+enum class StepKind { kTrain = 0, kEval = 1, kCheckpoint = 2 };
+
 struct Spec {
   Kind kind = Kind::kTp;
+  StepKind step = StepKind::kTrain;
   std::string name;
   const DeviceSpec* device = nullptr;
   std::string trace;  // replay: the trace's path as written in the spec
@@ -48,6 +54,7 @@ struct Spec {
   ParallelSpec parallel;
   double launch_gap_ns = 6000;
   double cpu_gflops = 1000;
+  double write_bytes_per_s = 2e9;  // checkpoint: the host's write rate to storage
   ThreadsSpec threads;
 };
 

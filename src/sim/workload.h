@@ -25,6 +25,12 @@
 //   "link"        "nvlink" | "pcie" | bytes per second (default: the device's own link)
 //   "cpu"         launch_gap_us  CPU time before every CUDA/NCCL call (default 6)
 //                 gflops         offload: CPU throughput of the expert FFNs (default 1000)
+//                 write_gbps     dp checkpoint: the host's write rate to storage (default 2)
+//   "step"        kind dp: "train" (default), "eval" (the forward passes and the loss, no
+//                 backward, no optimizer) or "checkpoint" (rank 0 copies the weights, FP32 master
+//                 weights and Adam moments to pageable host memory and writes them; the other
+//                 ranks wait at a barrier); with kind "phases", a job's evaluation and
+//                 checkpoint stretches
 //   "threads"     CPU threads beside the main one, as training jobs have them:
 //                 autograd       true (kind dp only): each micro-batch's backward pass runs on thread 1, PyTorch's
 //                                autograd engine thread, which waits for the main thread's forward

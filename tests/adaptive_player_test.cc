@@ -1,6 +1,7 @@
 // adaptive_player_test.cc — EMO's online loop on synthetic iteration streams, worked out by hand:
 // the window it plans from, the policy it plays, the drift that sends it back to the default clocks
-// and a new window, a planner that fails, the guard, a window that spans a change, the plan limit.
+// and a new window, a planner that fails, the guard, a window that spans a change, the plan limit,
+// and a phase that comes back.
 #include "apply/adaptive_player.h"
 
 #include <gtest/gtest.h>
@@ -251,6 +252,36 @@ TEST(AdaptivePlayer, ARefusedCommandEndsTheLoop) {
   job.Run(20, 100);
   EXPECT_EQ(job.player.error(), "no permission to change GPU 0");
   EXPECT_TRUE(job.gpus.commands.empty());
+}
+
+// The work comes back to a phase already planned for (training after an evaluation): once
+// `streak` iterations of a new window match the first plan's window, its kept policy plays again,
+// without a new plan or checks.
+TEST(AdaptivePlayer, ResumesThePlanOfAPhaseThatComesBack) {
+  Job job(Options());
+  job.answers = {At1200()};
+  job.Run(6, 100);    // 0 settles, 1-4 the window, planned at 6's start
+  job.Run(5, 104.8);  // 6-10: the reference (+4.8 %), kept at 10's start
+  ASSERT_DOUBLE_EQ(job.player.plans()[0].reference_ms, 104.8);
+  // An evaluation: 50 ms iterations from 11; drift at 14's start (the ends of 11, 12 and 13), 14
+  // settles, 15 opens a window of 50 ms iterations, which matches no plan.
+  job.Run(6, 50);  // 11-16
+  EXPECT_EQ(job.player.plans()[0].drift_at, 14);
+  EXPECT_EQ(job.Locks(), 8);  // 6-13
+  // Training again from 17: its 100 ms, known at 18's start, restart the window there; 18, 19 and
+  // 20 match the plan's window (100 ms): at 21's start its policy plays again.
+  job.Run(4, 100);                    // 17-20
+  job.Run(3, 104.8);                  // 21-23
+  EXPECT_EQ(job.windows.size(), 1u);  // the planner was not called again
+  ASSERT_EQ(job.player.plans().size(), 1u);
+  EXPECT_EQ(job.player.plans()[0].resumed_at, (std::vector<int>{21}));
+  EXPECT_EQ(job.Locks(), 10);  // 21 and 22 (23's is sent as time moves past it)
+  // And a phase that matches no plan is planned as before.
+  job.answers.push_back(At1200());
+  job.Run(10, 200);  // 24-33: drift at 27's start, 27 settles, window 28-31, planned at 33's start
+  EXPECT_EQ(job.windows.size(), 2u);
+  EXPECT_EQ(job.player.plans().size(), 2u);
+  EXPECT_EQ(job.player.plans()[0].drift_at, 27);
 }
 
 }  // namespace

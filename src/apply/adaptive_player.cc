@@ -41,8 +41,37 @@ std::optional<std::vector<double>> AdaptivePlayer::Energy() const {
   return out;
 }
 
-bool AdaptivePlayer::Drifted(double ms, double reference_ms) {
+bool AdaptivePlayer::Drifted(double ms, double reference_ms) const {
   return reference_ms > 0 && ms > 0 && std::fabs(ms / reference_ms - 1) > o_.drift;
+}
+
+int AdaptivePlayer::Resumable() const {
+  if (static_cast<int>(window_.iteration_ms.size()) != o_.streak) return -1;
+  for (int k = static_cast<int>(plans_.size()) - 1; k >= 0; --k) {
+    const Plan& p = plans_[static_cast<size_t>(k)];
+    if (p.reference_ms <= 0 || p.guard_tripped_at >= 0) continue;
+    const double default_ms = Median(p.window.iteration_ms);
+    bool same = true;
+    for (double ms : window_.iteration_ms) same = same && !Drifted(ms, default_ms);
+    if (same) return k;
+  }
+  return -1;
+}
+
+void AdaptivePlayer::Resume(int plan, int iteration, double now_ns) {
+  Plan& p = plans_[static_cast<size_t>(plan)];
+  const double default_ms = Median(p.window.iteration_ms);
+  if (say_)
+    say_(
+        fmt::format("emo: iteration {}: iterations take {:.1f} ms at default clocks again, as in the window of "
+                    "the plan made at iteration {}: its policy again",
+                    iteration, window_.iteration_ms.back(), p.planned_at));
+  p.resumed_at.push_back(iteration);
+  current_ = static_cast<size_t>(plan);
+  StartPolicy(p.kept, iteration, now_ns);
+  guard_.emplace(o_.budget, default_ms);
+  guard_->OnIterationStart(now_ns);
+  drifting_ = 0;
 }
 
 void AdaptivePlayer::StartWindow(int iteration, double now_ns) {
@@ -102,7 +131,7 @@ void AdaptivePlayer::StartPolicy(FrequencyPolicy policy, int iteration, double n
 }
 
 void AdaptivePlayer::Check(int iteration, double now_ns) {
-  Plan& p = plans_.back();
+  Plan& p = plans_[current_];
   const double default_ms = Median(p.window.iteration_ms), ms = Median(reference_);
   const double used = ms / default_ms - 1;
   p.measured.push_back(used);
@@ -146,6 +175,7 @@ void AdaptivePlayer::Check(int iteration, double now_ns) {
     policy_ = *best_;
   }
   p.reference_ms = best_ms_;
+  p.kept = policy_;
   guard_.emplace(o_.budget, default_ms);
   guard_->OnIterationStart(now_ns);
   if (say_ && p.searched.size() > 1)
@@ -171,6 +201,10 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
       window_.iteration_ms.push_back(ms);
       if (Drifted(ms, window_.iteration_ms.front())) {  // not one phase: start again from here
         StartWindow(iteration, now_ns);
+        return;
+      }
+      if (const int k = Resumable(); k >= 0) {
+        Resume(k, iteration, now_ns);
         return;
       }
       const bool long_enough =
@@ -206,6 +240,7 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
       const double default_ms = Median(window_.iteration_ms);
       const int last = window_.first + window_.iterations - 1;
       plans_.push_back(p);
+      current_ = plans_.size() - 1;
       drifting_ = 0;
       if (!p.ok) {
         if (say_)
@@ -229,7 +264,7 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
     }
 
     case State::kPlaying: {
-      Plan& p = plans_.back();
+      Plan& p = plans_[current_];
       if (guard_) guard_->OnIterationStart(now_ns);
       if (guard_ && guard_->state() == PerformanceGuard::State::kTripped) {
         if (say_)
@@ -276,7 +311,7 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
         if (say_)
           say_(fmt::format("emo: iteration {}: iterations take {:.1f} ms, {:+.0f} % from {:.1f} ms: a new window",
                            iteration, ms, (ms / hold_reference_ms_ - 1) * 100, hold_reference_ms_));
-        plans_.back().drift_at = iteration;
+        plans_[current_].drift_at = iteration;
         Back(iteration, now_ns);
       }
       return;

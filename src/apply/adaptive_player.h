@@ -24,6 +24,10 @@
 //            the kept policy; a policy under check runs only its few reference iterations.
 //   drift    `streak` iterations in a row more than `drift` away from the reference (the policy's,
 //            or the window's while the default clocks run): default clocks, a new window.
+//   resume   a window whose first `streak` iterations all lie within `drift` of an earlier plan's
+//            window (the work came back to a phase already planned for: training after an
+//            evaluation) plays that plan's kept policy again, without planning or checks; its
+//            guard and drift watch as before. Plans whose guard tripped are not resumed.
 // At most `max_plans` plans; then the default clocks stay.
 #pragma once
 
@@ -97,7 +101,9 @@ class AdaptivePlayer : public Controller {
     std::vector<double> searched;  // budgets searched, in order
     std::vector<double> measured;  // the slowdown measured for each (against the window's median)
     int guard_tripped_at = -1;     // iteration at which the guard stopped the policy; -1: it did not
-    int drift_at = -1;             // iteration at whose start drift ended this plan; -1: it did not
+    int drift_at = -1;             // iteration at whose start drift last ended this plan; -1: it did not
+    FrequencyPolicy kept;          // the policy the checks kept (when reference_ms > 0)
+    std::vector<int> resumed_at;   // iterations at whose start the loop went back to it
   };
   const std::vector<Plan>& plans() const { return plans_; }
 
@@ -109,7 +115,9 @@ class AdaptivePlayer : public Controller {
   void StartPolicy(FrequencyPolicy policy, int iteration, double now_ns);
   void Check(int iteration, double now_ns);  // a reference is known: keep the policy or search again
   bool ResetClocks();
-  bool Drifted(double ms, double reference_ms);
+  bool Drifted(double ms, double reference_ms) const;
+  int Resumable() const;  // the latest plan the window matches (see "resume"), or -1
+  void Resume(int plan, int iteration, double now_ns);
   std::optional<std::vector<double>> Energy() const;
 
   AdaptiveOptions o_;
@@ -132,6 +140,7 @@ class AdaptivePlayer : public Controller {
   bool changed_ = false;     // clocks were set since the last reset
   uint64_t generation_ = 0;  // bumps at every reset: timers of an older policy do nothing
   std::vector<Plan> plans_;
+  size_t current_ = 0;  // the plan in force: the last made, or one resumed
 };
 
 }  // namespace emo

@@ -38,7 +38,8 @@ nlohmann::ordered_json AdaptJson(const AdaptivePlayer& player) {
                      {"slowdowns_measured", p.measured},
                      {"reference_ms", p.reference_ms},
                      {"guard_tripped_at_iteration", iteration(p.guard_tripped_at)},
-                     {"drift_at_iteration", iteration(p.drift_at)}});
+                     {"drift_at_iteration", iteration(p.drift_at)},
+                     {"resumed_at_iterations", p.resumed_at}});
   }
   return {{"plans", plans}};
 }

@@ -92,20 +92,21 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
   return c;
 }
 
+double NameUniform(std::string_view name, uint64_t seed, uint64_t i) {
+  uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  uint64_t z = h + (i + 1) * 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
 HiddenFactors DrawHiddenFactors(std::string_view name, uint64_t seed, double spread) {
   HiddenFactors f;
   if (spread <= 0) return f;
-  uint64_t h = 0xcbf29ce484222325ULL ^ seed;  // FNV-1a of the name, keyed by the seed
-  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
-  auto uniform = [&h] {  // splitmix64 steps
-    uint64_t z = (h += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
-  };
-  f.sm_time = 1 + spread * (2 * uniform() - 1);
-  f.dram_time = 1 + spread * (2 * uniform() - 1);
-  f.power = 1 + spread * (2 * uniform() - 1);
+  f.sm_time = 1 + spread * (2 * NameUniform(name, seed, 0) - 1);
+  f.dram_time = 1 + spread * (2 * NameUniform(name, seed, 1) - 1);
+  f.power = 1 + spread * (2 * NameUniform(name, seed, 2) - 1);
   return f;
 }
 

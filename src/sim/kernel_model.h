@@ -50,6 +50,10 @@ struct HiddenFactors {
   double sm_time = 1, dram_time = 1, power = 1;
 };
 HiddenFactors DrawHiddenFactors(std::string_view name, uint64_t seed, double spread);
+// The i-th of a name's independent uniform draws in [0, 1) under `seed` (FNV-1a of the name keyed
+// by the seed, then splitmix64): the same name and seed, the same draws. DrawHiddenFactors takes
+// draws 0-2.
+double NameUniform(std::string_view name, uint64_t seed, uint64_t i);
 void ApplyHiddenFactors(const HiddenFactors& f, KernelTraits* k);
 
 // Scales a kernel's work (every count and byte, not its overhead) so that it takes `seconds` at

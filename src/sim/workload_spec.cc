@@ -152,7 +152,8 @@ bool CheckSpec(const Spec& s, std::string* err) {
   if (s.kind != Kind::kTp && p.tp != 1) return fail("parallel.tp", "only kind tp supports tp > 1");
   if (s.kind != Kind::kPp && p.pp != 1) return fail("parallel.pp", "only kind pp supports pp > 1");
   if (s.kind != Kind::kDp && p.dp != 1) return fail("parallel.dp", "only kind dp supports dp > 1");
-  if (s.kind != Kind::kDp && s.step != StepKind::kTrain) return fail("step", "only kind dp has eval and checkpoint steps");
+  if (s.kind != Kind::kDp && s.step != StepKind::kTrain)
+    return fail("step", "only kind dp has eval and checkpoint steps");
   if (s.step != StepKind::kTrain && s.threads.autograd)
     return fail("threads.autograd", "an eval or checkpoint step has no backward pass for the autograd thread");
   if (s.kind != Kind::kDp && s.threads.autograd)

@@ -56,15 +56,6 @@ bool GraphAndPacks(const Trace& trace, double pack_ms, Graph* g, BuildReport* re
 std::vector<double> DefaultIdlePower(const Packing& packing,
                                      const std::vector<std::vector<std::pair<double, double>>>& samples,
                                      const std::vector<int>& clocks_mhz, const std::vector<double>& idle_power_w) {
-  // Idle power at a sampled clock, interpolated between the profile's clocks.
-  auto idle_at = [&](double mhz) {
-    const auto hi = std::lower_bound(clocks_mhz.begin(), clocks_mhz.end(), mhz);
-    if (hi == clocks_mhz.begin()) return idle_power_w.front();
-    if (hi == clocks_mhz.end()) return idle_power_w.back();
-    const size_t i = static_cast<size_t>(hi - clocks_mhz.begin());
-    const double f = (mhz - clocks_mhz[i - 1]) / (clocks_mhz[i] - clocks_mhz[i - 1]);
-    return idle_power_w[i - 1] + f * (idle_power_w[i] - idle_power_w[i - 1]);
-  };
   std::vector<double> out(samples.size(), 0);
   for (size_t gpu = 0; gpu < samples.size(); ++gpu) {
     std::vector<std::pair<double, double>> busy;  // the GPU's pack spans, sorted
@@ -80,7 +71,7 @@ std::vector<double> DefaultIdlePower(const Packing& packing,
       while (next < busy.size() && busy[next].first <= t) reach_end = std::max(reach_end, busy[next++].second);
       if (t < reach_end) continue;
       const double dt = gs[i + 1].first - t;
-      w_ns += dt * idle_at(gs[i].second);
+      w_ns += dt * AtClock(clocks_mhz, idle_power_w.data(), gs[i].second);
       gap_ns += dt;
     }
     if (gap_ns > 0) out[gpu] = w_ns / gap_ns;

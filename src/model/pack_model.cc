@@ -2,6 +2,7 @@
 // energy per clock.
 #include "model/pack_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace emo {
@@ -49,16 +50,14 @@ double PackModel::RowValue(const std::array<double, kMetrics>& v, int r) const {
   return m == kWarpsPerActiveCycle ? v[kWarpsPerActiveCycle] * v[kSmCyclesActive] : v[m];
 }
 
-double PackModel::AtClock(const double* table, double mhz) const {
-  const int nc = clocks();
-  for (int c = 0; c < nc; ++c) {
-    if (std::abs(clocks_mhz_[c] - mhz) < 0.5) return table[c];
-    if (c + 1 < nc && clocks_mhz_[c] < mhz && mhz < clocks_mhz_[c + 1]) {
-      const double w = (mhz - clocks_mhz_[c]) / (clocks_mhz_[c + 1] - clocks_mhz_[c]);
-      return table[c] + w * (table[c + 1] - table[c]);
-    }
-  }
-  return table[nc - 1];  // not reached for mhz inside the range
+double AtClock(const std::vector<int>& clocks_mhz, const double* table, double mhz) {
+  const auto above = std::upper_bound(clocks_mhz.begin(), clocks_mhz.end(), mhz,
+                                      [](double f, int c) { return f < static_cast<double>(c); });
+  if (above == clocks_mhz.begin()) return table[0];
+  const size_t c = static_cast<size_t>(above - clocks_mhz.begin()) - 1;  // the highest clock <= mhz
+  if (mhz - clocks_mhz[c] < 0.5 || c + 1 == clocks_mhz.size()) return table[c];
+  const double w = (mhz - clocks_mhz[c]) / (clocks_mhz[c + 1] - clocks_mhz[c]);
+  return table[c] + w * (table[c + 1] - table[c]);
 }
 
 bool PackModel::Predict(const PackMetrics& m, const PackObservation& obs, PackFit* fit, double* time_s,
@@ -97,10 +96,10 @@ bool PackModel::Predict(const PackMetrics& m, const PackObservation& obs, PackFi
       raw_e_[c] += xb * e[c];
     }
   }
-  const double t_f0 = AtClock(raw_t_.data(), f0);
+  const double t_f0 = AtClock(clocks_mhz_, raw_t_.data(), f0);
   if (t_f0 > 0) {
     fit->time_scale = obs.time_s / t_f0;
-    fit->energy_scale = obs.energy_j > 0 ? obs.energy_j / AtClock(raw_e_.data(), f0) : fit->time_scale;
+    fit->energy_scale = obs.energy_j > 0 ? obs.energy_j / AtClock(clocks_mhz_, raw_e_.data(), f0) : fit->time_scale;
     for (int c = 0; c < nc; ++c) {
       time_s[c] = fit->time_scale * raw_t_[c];
       energy_j[c] = fit->energy_scale * raw_e_[c];
@@ -108,7 +107,8 @@ bool PackModel::Predict(const PackMetrics& m, const PackObservation& obs, PackFi
   } else {
     fit->anchored = false;
     fit->time_scale = 0;
-    fit->energy_scale = obs.energy_j > 0 ? obs.energy_j / (AtClock(idle_power_w_.data(), f0) * obs.time_s) : 1;
+    fit->energy_scale =
+        obs.energy_j > 0 ? obs.energy_j / (AtClock(clocks_mhz_, idle_power_w_.data(), f0) * obs.time_s) : 1;
     for (int c = 0; c < nc; ++c) {
       time_s[c] = obs.time_s;
       energy_j[c] = fit->energy_scale * idle_power_w_[c] * obs.time_s;

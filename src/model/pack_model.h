@@ -71,8 +71,6 @@ class PackModel {
  private:
   // The fitted row r of b (unscaled): metric rows_[r], warp-cycles for warps per active cycle.
   double RowValue(const std::array<double, kMetrics>& v, int r) const;
-  // Linear interpolation of a per-clock table at mhz (inside the clock range).
-  double AtClock(const double* table, double mhz) const;
 
   std::vector<int> clocks_mhz_;
   int default_mhz_ = 0;
@@ -84,6 +82,11 @@ class PackModel {
   NnlsSolver nnls_;
   std::vector<double> rhs_, raw_t_, raw_e_;
 };
+
+// A per-clock table (table[c] belongs to clocks_mhz[c], ascending) at mhz: the entry of a clock at
+// or up to half a MHz below mhz, else linear between the two clocks around it; outside the range,
+// the end's entry.
+double AtClock(const std::vector<int>& clocks_mhz, const double* table, double mhz);
 
 // Every pack's prediction, flat: time_s and energy_j are [pack * clocks + clock], x is
 // [pack * kMicrobenches + bench], rel_residual and anchored are per pack.

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +19,15 @@
 namespace emo {
 namespace {
 
+// A microbenchmark's kernel as the engine runs it: with its name's hidden factors (kernel seed 0,
+// the default).
+sim::KernelTraits AsRun(const sim::DeviceSpec& spec, Microbench b) {
+  const sim::Kernel k = sim::MicrobenchProgram(spec, b, 1).kernels[0];
+  sim::KernelTraits t = k.traits;
+  sim::ApplyHiddenFactors(sim::DrawHiddenFactors(k.name, 0, sim::Variation().kernel), &t);
+  return t;
+}
+
 TEST(Microbench, TableIsInEnumOrderWithDistinctNames) {
   for (int b = 0; b < kMicrobenches; ++b) {
     EXPECT_EQ(kMicrobenchTable[b].id, b);
@@ -31,12 +39,7 @@ TEST(Microbench, TableIsInEnumOrderWithDistinctNames) {
 TEST(Microbench, SimulatedKernelsTakeAboutAMillisecondAndScaleAsTheirKind) {
   const sim::DeviceSpec& a100 = *sim::FindDevice("a100");
   for (int b = 0; b < kMicrobenches; ++b) {
-    // The engine runs each benchmark with its name's hidden factors (kernel seed 0, the default).
-    sim::KernelTraits k = sim::MicrobenchTraits(a100, static_cast<Microbench>(b));
-    sim::ApplyHiddenFactors(
-        sim::DrawHiddenFactors(std::string("emo_bench_") + MicrobenchName(static_cast<Microbench>(b)), 0,
-                               sim::Variation().kernel),
-        &k);
+    const sim::KernelTraits k = AsRun(a100, static_cast<Microbench>(b));
     const double t_max = sim::EvaluateKernel(a100, k, a100.max_clock_mhz()).time_s;
     EXPECT_GT(t_max, 2e-4) << MicrobenchName(static_cast<Microbench>(b));
     EXPECT_LT(t_max, 5e-3) << MicrobenchName(static_cast<Microbench>(b));
@@ -102,12 +105,7 @@ TEST(Calibrate, SimulatedA100GivesAUsableProfileAndResumes) {
   // 3 % of their median, and the median within 10 % (3σ) of 1.
   std::vector<double> energy_ratios;
   for (int b = 0; b < kMicrobenches; ++b) {
-    // The engine runs each benchmark with its name's hidden factors (kernel seed 0, the default).
-    sim::KernelTraits k = sim::MicrobenchTraits(a100, static_cast<Microbench>(b));
-    sim::ApplyHiddenFactors(
-        sim::DrawHiddenFactors(std::string("emo_bench_") + MicrobenchName(static_cast<Microbench>(b)), 0,
-                               sim::Variation().kernel),
-        &k);
+    const sim::KernelTraits k = AsRun(a100, static_cast<Microbench>(b));
     for (int c = 0; c < 2; ++c) {
       const sim::KernelCost cost = sim::EvaluateKernel(a100, k, opt.clocks_mhz[static_cast<size_t>(c)]);
       EXPECT_NEAR(p.bench[b].time_s[c] / cost.time_s, 1, 0.03) << MicrobenchName(static_cast<Microbench>(b));

@@ -24,12 +24,14 @@ void BuildDp(const Spec& s, const Naming& nm, Program* p) {
   Emitter e{{}, s.launch_gap_ns}, bwd{{}, s.launch_gap_ns};
   Emitter& b = autograd ? bwd : e;
   const double params = LocalParams(passes), B = static_cast<double>(s.model.dtype_bytes);
+  auto forward = [&] {  // one micro-batch's forward pass
+    for (const Phase& ph : passes.forward) {
+      e.Launch(0, ph.compute);
+      e.Launch(0, ph.overlap);
+    }
+  };
   if (s.step == StepKind::kEval) {  // forward passes and the loss
-    for (int64_t mb = 0; mb < s.parallel.microbatches; ++mb)
-      for (const Phase& ph : passes.forward) {
-        e.Launch(0, ph.compute);
-        e.Launch(0, ph.overlap);
-      }
+    for (int64_t mb = 0; mb < s.parallel.microbatches; ++mb) forward();
     FinishStep(&e);
     p->ranks.assign(static_cast<size_t>(s.parallel.dp), OneThread(std::move(e), 2, 2));
     return;
@@ -71,10 +73,7 @@ void BuildDp(const Spec& s, const Naming& nm, Program* p) {
   };
   for (int64_t mb = 0; mb < s.parallel.microbatches; ++mb) {
     const bool sync = reduce && mb == s.parallel.microbatches - 1;
-    for (const Phase& ph : passes.forward) {
-      e.Launch(0, ph.compute);
-      e.Launch(0, ph.overlap);
-    }
+    forward();
     if (autograd) e.Flag(Op::kSignal, 0), b.Flag(Op::kWait, 0);
     for (const Phase& ph : passes.backward)
       for (const std::vector<Step>* steps : {&ph.compute, &ph.overlap})

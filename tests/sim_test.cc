@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -380,6 +379,23 @@ TEST(SimPhases, EachIterationRunsItsPhasesCode) {
   EXPECT_EQ(per_iteration, (std::vector<int>{small, small, small, large, large, small, small}));
 }
 
+// Kineto JSON given inline, one string per rank, read, built into a graph and made a replay
+// program on A100s, with the graph's build report.
+struct Replayed {
+  BuildReport rep;
+  Program p;
+};
+void Replay(const std::vector<std::string>& ranks, Replayed* out) {
+  Trace t;
+  std::string err;
+  for (size_t r = 0; r < ranks.size(); ++r)
+    ASSERT_TRUE(ParseKinetoJson("rank" + std::to_string(r) + ".json", ranks[r].data(), ranks[r].size(), &t, &err))
+        << err;
+  Graph g;
+  ASSERT_TRUE(BuildGraph(t, &g, &out->rep, &err)) << err;
+  ASSERT_TRUE(BuildReplayWorkload(t, g, "a100", &out->p, &err)) << err;
+}
+
 TEST(SimReplay, ReproducesKernelDurationsGapsAndWaits) {
   const char* json = R"({"traceEvents": [
     {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":0,"dur":5,"args":{"correlation":1}},
@@ -391,14 +407,10 @@ TEST(SimReplay, ReproducesKernelDurationsGapsAndWaits) {
     {"ph":"X","cat":"kernel","name":"vectorized_elementwise_kernel","pid":0,"tid":9,"ts":508,"dur":120,"args":{"stream":9,"correlation":4}},
     {"ph":"X","cat":"cuda_sync","name":"Stream Wait Event","pid":0,"tid":9,"ts":40,"dur":0,"args":{"cuda_sync_kind":"Stream Wait Event","stream":9,"wait_on_stream":7,"wait_on_cuda_event_record_corr_id":2,"correlation":3}}
   ]})";
-  Trace t;
+  Replayed rp;
+  ASSERT_NO_FATAL_FAILURE(Replay({json}, &rp));
+  Program& p = rp.p;
   std::string err;
-  ASSERT_TRUE(ParseKinetoJson("inline.json", json, std::strlen(json), &t, &err)) << err;
-  Graph g;
-  BuildReport rep;
-  ASSERT_TRUE(BuildGraph(t, &g, &rep, &err)) << err;
-  Program p;
-  ASSERT_TRUE(BuildReplayWorkload(t, g, "a100", &p, &err)) << err;
   EngineOptions o;
   o.iterations = 1;
   o.noise = 0;
@@ -435,15 +447,10 @@ TEST(SimReplay, ThreadsRunConcurrentlyWithTheirHandOffs) {
     {"ph":"X","cat":"kernel","name":"vectorized_elementwise_kernel","pid":0,"tid":8,"ts":3000,"dur":50,"args":{"stream":8,"correlation":3}},
     {"ph":"X","cat":"kernel","name":"vectorized_elementwise_kernel","pid":0,"tid":7,"ts":3010,"dur":50,"args":{"stream":7,"correlation":4}}
   ]})";
-  Trace t;
-  std::string err;
-  ASSERT_TRUE(ParseKinetoJson("inline.json", json, std::strlen(json), &t, &err)) << err;
-  Graph g;
-  BuildReport rep;
-  ASSERT_TRUE(BuildGraph(t, &g, &rep, &err)) << err;
-  ASSERT_EQ(rep.ranks[0].handoffs_inferred, 1);
-  Program p;
-  ASSERT_TRUE(BuildReplayWorkload(t, g, "a100", &p, &err)) << err;
+  Replayed rp;
+  ASSERT_NO_FATAL_FAILURE(Replay({json}, &rp));
+  ASSERT_EQ(rp.rep.ranks[0].handoffs_inferred, 1);
+  const Program& p = rp.p;
   ASSERT_EQ(p.ranks[0].threads.size(), 2u);
   // Launch call starts (ns), with `extra` ns added to thread `th`'s first CPU instruction (its
   // largest when `largest`: thread 2's gap).
@@ -487,16 +494,11 @@ TEST(SimReplay, CollectivesOfTwoThreadsKeepTraceOrder) {
     {"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":9,"ts":10,"dur":100,"args":{"stream":9,"correlation":1}},
     {"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":9,"ts":110,"dur":100,"args":{"stream":9,"correlation":2}}
   ]})";
-  Trace t;
+  Replayed rp;
+  ASSERT_NO_FATAL_FAILURE(Replay({rank0, rank1}, &rp));
+  ASSERT_EQ(rp.rep.ranks[0].collectives_matched, 2);
+  Program& p = rp.p;
   std::string err;
-  ASSERT_TRUE(ParseKinetoJson("rank0.json", rank0.data(), rank0.size(), &t, &err)) << err;
-  ASSERT_TRUE(ParseKinetoJson("rank1.json", rank1.data(), rank1.size(), &t, &err)) << err;
-  Graph g;
-  BuildReport rep;
-  ASSERT_TRUE(BuildGraph(t, &g, &rep, &err)) << err;
-  ASSERT_EQ(rep.ranks[0].collectives_matched, 2);
-  Program p;
-  ASSERT_TRUE(BuildReplayWorkload(t, g, "a100", &p, &err)) << err;
   ASSERT_EQ(p.ranks[0].threads.size(), 2u);
   ASSERT_EQ(p.ranks[1].threads.size(), 1u);
   for (Instr& in : p.ranks[0].threads[0].code)

@@ -200,40 +200,50 @@ constexpr double kMaxOptimumMhz = 45;
 // ~0.05 % per 15 MHz step, where the measured curves would need ~1 %.)
 constexpr double kMaxA40BackwardOptimumMhz = 120;
 
+// The measured stage profiles, each model's forward and backward stage on the 500 W A100 and on
+// the A40, with the simulated device each is compared with.
+struct StageProfile {
+  ModelShape model;
+  const char* tag;  // the file's GPU
+  const DeviceSpec* spec;
+  std::string instr, path;
+  std::vector<ProfilePoint> measured;
+};
+void ReadStageProfiles(const char* root, std::vector<StageProfile>* out) {
+  const std::string dir = std::string(root) + "/zeus/sosp24_data/emulation/stage_profile/";
+  for (const ModelShape& model : {kBloom, kGpt3})
+    for (const auto& [tag, device] : {std::pair("a100_sxm", "a100-500w"), std::pair("a40", "a40")})
+      for (const std::string instr : {"forward", "backward"}) {
+        StageProfile sp{model, tag, FindDevice(device), instr, dir + model.name + "+" + tag + "_bf16.csv", {}};
+        ASSERT_NE(sp.spec, nullptr);
+        sp.measured = ReadProfile(sp.path, instr);
+        ASSERT_GE(sp.measured.size(), 30u) << "cannot read " << sp.path;
+        out->push_back(std::move(sp));
+      }
+}
+
 TEST(SimCalibration, PerseusStageProfiles) {
   const char* root = std::getenv("EMO_DVFS_DATA");
   if (root == nullptr) GTEST_SKIP() << "EMO_DVFS_DATA is unset";
-  const std::string dir = std::string(root) + "/zeus/sosp24_data/emulation/stage_profile/";
-  struct Gpu {
-    const char* file_tag;
-    const char* device;
-  };
+  std::vector<StageProfile> profiles;
+  ASSERT_NO_FATAL_FAILURE(ReadStageProfiles(root, &profiles));
   std::printf("%-10s %-8s %-8s %7s %7s %6s %6s %7s  at the highest clock: sim / measured\n", "model", "gpu", "instr",
               "t MAPE", "e MAPE", "f* sim", "f* meas", "regret");
-  for (const ModelShape& model : {kBloom, kGpt3}) {
-    for (const Gpu& gpu : {Gpu{"a100_sxm", "a100-500w"}, Gpu{"a40", "a40"}}) {
-      const DeviceSpec* spec = FindDevice(gpu.device);
-      ASSERT_NE(spec, nullptr);
-      const std::string path = dir + model.name + "+" + gpu.file_tag + "_bf16.csv";
-      for (const std::string instr : {"forward", "backward"}) {
-        SCOPED_TRACE(path + " " + instr);
-        const std::vector<ProfilePoint> measured = ReadProfile(path, instr);
-        ASSERT_GE(measured.size(), 30u) << "cannot read " << path;
-        const bool backward = instr == "backward";
-        const CurveFit fit = FitCurve(*spec, model, backward, measured);
-        std::printf(
-            "%-10s %-8s %-8s %6.2f%% %6.2f%% %6.0f %6.0f %6.1f%%  %5.1f / %5.1f ms, "
-            "%3.0f / %3.0f W\n",
-            model.name, gpu.file_tag, instr.c_str(), 100 * fit.time_mape, 100 * fit.energy_mape, fit.simulated_opt_mhz,
-            fit.measured_opt_mhz, 100 * fit.regret, 1e3 * fit.sim_time_s, 1e3 * measured[0].time_s, fit.sim_power_w,
-            measured[0].energy_j / measured[0].time_s);
-        EXPECT_LT(fit.time_mape, kMaxMape);
-        EXPECT_LT(fit.energy_mape, kMaxMape);
-        const bool a40_backward = spec->name == "A40" && backward;
-        EXPECT_LE(std::abs(fit.simulated_opt_mhz - fit.measured_opt_mhz),
-                  a40_backward ? kMaxA40BackwardOptimumMhz : kMaxOptimumMhz);
-      }
-    }
+  for (const StageProfile& sp : profiles) {
+    SCOPED_TRACE(sp.path + " " + sp.instr);
+    const bool backward = sp.instr == "backward";
+    const CurveFit fit = FitCurve(*sp.spec, sp.model, backward, sp.measured);
+    std::printf(
+        "%-10s %-8s %-8s %6.2f%% %6.2f%% %6.0f %6.0f %6.1f%%  %5.1f / %5.1f ms, "
+        "%3.0f / %3.0f W\n",
+        sp.model.name, sp.tag, sp.instr.c_str(), 100 * fit.time_mape, 100 * fit.energy_mape, fit.simulated_opt_mhz,
+        fit.measured_opt_mhz, 100 * fit.regret, 1e3 * fit.sim_time_s, 1e3 * sp.measured[0].time_s, fit.sim_power_w,
+        sp.measured[0].energy_j / sp.measured[0].time_s);
+    EXPECT_LT(fit.time_mape, kMaxMape);
+    EXPECT_LT(fit.energy_mape, kMaxMape);
+    const bool a40_backward = sp.spec->name == "A40" && backward;
+    EXPECT_LE(std::abs(fit.simulated_opt_mhz - fit.measured_opt_mhz),
+              a40_backward ? kMaxA40BackwardOptimumMhz : kMaxOptimumMhz);
   }
 }
 
@@ -245,24 +255,19 @@ TEST(SimCalibration, PerseusStageProfiles) {
 TEST(SimCalibration, PerseusStageProfilesWithHiddenFactors) {
   const char* root = std::getenv("EMO_DVFS_DATA");
   if (root == nullptr) GTEST_SKIP() << "EMO_DVFS_DATA is unset";
-  const std::string dir = std::string(root) + "/zeus/sosp24_data/emulation/stage_profile/";
+  std::vector<StageProfile> profiles;
+  ASSERT_NO_FATAL_FAILURE(ReadStageProfiles(root, &profiles));
   double worst_time = 0, worst_energy = 0, worst_seed0 = 0;
-  for (const ModelShape& model : {kBloom, kGpt3})
-    for (const auto& [tag, device] : {std::pair("a100_sxm", "a100-500w"), std::pair("a40", "a40")})
-      for (const std::string instr : {"forward", "backward"}) {
-        const std::string path = dir + model.name + "+" + tag + "_bf16.csv";
-        const std::vector<ProfilePoint> measured = ReadProfile(path, instr);
-        ASSERT_GE(measured.size(), 30u) << "cannot read " << path;
-        for (int64_t seed = 0; seed < 5; ++seed) {
-          const CurveFit fit = FitCurve(*FindDevice(device), model, instr == "backward", measured, seed);
-          std::printf("%-10s %-8s %-8s seed %lld: %5.2f%% %5.2f%% f* %4.0f / %4.0f\n", model.name, tag, instr.c_str(),
-                      static_cast<long long>(seed), 100 * fit.time_mape, 100 * fit.energy_mape, fit.simulated_opt_mhz,
-                      fit.measured_opt_mhz);
-          worst_time = std::max(worst_time, fit.time_mape);
-          worst_energy = std::max(worst_energy, fit.energy_mape);
-          if (seed == 0) worst_seed0 = std::max({worst_seed0, fit.time_mape, fit.energy_mape});
-        }
-      }
+  for (const StageProfile& sp : profiles)
+    for (int64_t seed = 0; seed < 5; ++seed) {
+      const CurveFit fit = FitCurve(*sp.spec, sp.model, sp.instr == "backward", sp.measured, seed);
+      std::printf("%-10s %-8s %-8s seed %lld: %5.2f%% %5.2f%% f* %4.0f / %4.0f\n", sp.model.name, sp.tag,
+                  sp.instr.c_str(), static_cast<long long>(seed), 100 * fit.time_mape, 100 * fit.energy_mape,
+                  fit.simulated_opt_mhz, fit.measured_opt_mhz);
+      worst_time = std::max(worst_time, fit.time_mape);
+      worst_energy = std::max(worst_energy, fit.energy_mape);
+      if (seed == 0) worst_seed0 = std::max({worst_seed0, fit.time_mape, fit.energy_mape});
+    }
   std::printf("worst: time %.2f %%, energy %.2f %%; with kernel seed 0 %.2f %%\n", 100 * worst_time, 100 * worst_energy,
               100 * worst_seed0);
   EXPECT_LT(worst_seed0, kMaxMape);

@@ -291,6 +291,16 @@ double Gpoeo::FoldPeriod(double from_s, double period_s, double rel) const {
       if (u.s.t_s[i] >= from_s) s.t_s.push_back(u.s.t_s[i]), s.v.push_back(u.s.v[i]);
     series.push_back(std::move(s));
   }
+  // The energy counters' mean power between consecutive updates, at the interval's middle.
+  for (const Updates& u : energy_) {
+    GpoeoSeries s;
+    for (size_t i = 0; i + 1 < u.s.t_s.size(); ++i)
+      if (u.s.t_s[i] >= from_s) {
+        s.t_s.push_back(0.5 * (u.s.t_s[i] + u.s.t_s[i + 1]));
+        s.v.push_back((u.s.v[i + 1] - u.s.v[i]) / (u.s.t_s[i + 1] - u.s.t_s[i]));
+      }
+    series.push_back(std::move(s));
+  }
   return GpoeoFoldPeriod(series, period_s, rel);
 }
 

@@ -19,8 +19,8 @@
 //   energy counter's between two of its updates spanning about a whole number of periods (upstream:
 //   sampled power × T), its period detected on the energy counters' mean power per update
 //   interval (GpoeoUniformSignal; upstream: GPOEO's signal from the polled power and utilisation)
-//   and refined where the readings' updates match themselves
-//   (GpoeoFoldPeriod), and a probe lasts at least 4 s; the reference at the default clock likewise,
+//   and refined where the readings' updates and the counters' mean power per update interval match
+//   themselves (GpoeoFoldPeriod), and a probe lasts at least 4 s; the reference at the default clock likewise,
 //   past the detection trace's first second.
 // - Aperiodic phases keep the default clock (upstream's IPS proxy needs counters).
 // - Phase changes are checked at a fixed interval, without upstream's back-off.
@@ -131,7 +131,9 @@ class Gpoeo : public OnlineMethod {
   GpoeoPeriod DetectPeriod(double from_s, const GpoeoPeriodOptions& po) const;
   // A new measurement: the trace and the readings' updates start over.
   void ClearTrace();
-  // The period refined on the readings' updates since from_s, within ±rel of period_s.
+  // The period refined on the readings' updates since from_s, and on the energy counters' mean
+  // power between updates (on an H100 the power reading averages 1 s and hides sub-second
+  // iterations; the counter still shows them), within ±rel of period_s.
   double FoldPeriod(double from_s, double period_s, double rel) const;
   // Mean summed power since from_s over a whole number of period_s, W: from the energy counters
   // between two of their updates where the back end offers them, else the sampled power.

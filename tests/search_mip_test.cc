@@ -121,17 +121,15 @@ TEST(SearchMip, HandComputedOptimum) {
 }
 
 // (c) Random two-GPU instances, 6-12 packs, 5-6 points per GPU (4 ^ 10 and more assignments): the
-// search never beats the exact optimum (it searches the same space under the same model). With
-// its local search (SearchOptions::local_search) its predicted energy is within 3 % of the optimum
-// on all 16 (the target; 1.7 % at most when this was written). The DP alone, the default,
-// misses 3 % on the four listed (by 3.5 to 5.7 %: its states are judged by delay with the later
-// points at one clock, so what it prunes can still win later); they are held to 6 % so that a
-// regression shows. search_gap reports the gap over more instances.
+// search never beats the exact optimum (it searches the same space under the same model), and its
+// predicted energy is within 3 % of the optimum on all 16 (the target; 1.3 % at most when
+// this was written), with or without its local search (SearchOptions::local_search). Its rounds
+// (SearchOptions::dp_rounds) are what gets it there: one DP from each single clock, the search
+// before them, missed 3 % on four of these (by 3.5 to 5.7 %: its states are judged by delay with
+// the later points at one clock, so what it prunes can still win later). search_gap reports the gap
+// over more instances.
 TEST(SearchMip, SearchWithinThreePercentOfTheOptimum) {
-  const struct {
-    uint32_t seed;
-    double budget;
-  } dp_misses[] = {{2, 0}, {2, 0.02}, {2, 0.05}, {3, 0.2}};
+  int misses_without_rounds = 0;
   for (uint32_t seed = 1; seed <= 4; ++seed) {
     RandomInstance inst(seed, 6 + 2 * static_cast<int>(seed - 1));
     ASSERT_EQ(inst.err, "");
@@ -140,23 +138,27 @@ TEST(SearchMip, SearchWithinThreePercentOfTheOptimum) {
       SCOPED_TRACE(testing::Message() << "seed " << seed << ", budget " << budget);
       SearchOptions o = ExactOptions(budget, grid_ms, 0);
       MipResult m;
-      SearchResult dp, refined;
+      SearchResult dp, refined, one_round;
       std::string err;
       ASSERT_TRUE(SolveMip(inst.pred, o, 120, &m, &err)) << err;
       ASSERT_TRUE(Search(inst.pred, o, &dp, &err)) << err;
       o.local_search = true;
       ASSERT_TRUE(Search(inst.pred, o, &refined, &err)) << err;
+      o.local_search = false;
+      o.dp_rounds = 0;
+      ASSERT_TRUE(Search(inst.pred, o, &one_round, &err)) << err;
       EXPECT_NEAR(m.replayed.energy_j, m.energy_j, 1e-7 * m.energy_j);
       EXPECT_LE(m.replayed.end_ns, inst.pred.base().end_ns * (1 + budget) + 1e-3);
       EXPECT_GE(dp.predicted.energy_j, m.energy_j * (1 - 1e-9));
       EXPECT_GE(refined.predicted.energy_j, m.energy_j * (1 - 1e-9));
       EXPECT_LE(refined.predicted.energy_j, dp.predicted.energy_j);
+      EXPECT_LE(dp.predicted.energy_j, one_round.predicted.energy_j);
       EXPECT_LE(refined.predicted.energy_j, m.energy_j * 1.03);
-      bool dp_miss = false;
-      for (const auto& k : dp_misses) dp_miss |= k.seed == seed && k.budget == budget;
-      EXPECT_LE(dp.predicted.energy_j, m.energy_j * (dp_miss ? 1.06 : 1.03));
+      EXPECT_LE(dp.predicted.energy_j, m.energy_j * 1.03);
+      misses_without_rounds += one_round.predicted.energy_j > m.energy_j * 1.03;
     }
   }
+  EXPECT_GT(misses_without_rounds, 0);
 }
 
 // With changes at least two grid steps apart, the program drops that rule: a lower bound, still

@@ -46,12 +46,12 @@ void ParallelFor(int threads, size_t n, const F& f) {
 
 // The schedule of a state: per group, its points' clocks in time order, a landing where the clock
 // changes (the first point always lands, so nothing carries over from the previous iteration
-// unless the latency delays it), back to the default after the last decided point.
-Schedule ScheduleOf(const std::vector<Point>& points, const std::vector<int>& clock, int base_clock,
+// unless the latency delays it), the undecided points (after clock's) at their base clock.
+Schedule ScheduleOf(const std::vector<Point>& points, const std::vector<int>& clock, const std::vector<int>& base,
                     const std::vector<int>& group, int groups, int default_clock, double latency_ns, double jitter_ns) {
   std::vector<std::vector<Landing>> per_group(groups);
   for (size_t j = 0; j < points.size(); ++j) {
-    const int c = j < clock.size() ? clock[j] : base_clock;
+    const int c = j < clock.size() ? clock[j] : base[j];
     std::vector<Landing>& l = per_group[points[j].group];
     if (l.empty() || l.back().clock != c) l.push_back({std::max(points[j].t_ns, latency_ns), c});
   }
@@ -81,12 +81,12 @@ struct Counters {
   int64_t nodes = 0;
 };
 
-// The dynamic program with every undecided point at base_clock: the least-energy state found. Each
+// The dynamic program with every undecided point j at base[j]: the least-energy state found. Each
 // point's children are predicted in parallel from their parents' passes, then filed in one order
 // (parent, then candidate), so the answer does not depend on the threads.
 State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
-            const std::vector<int>& group, int groups, const std::vector<int>& cand, int base_clock, int threads,
-            Counters* counters) {
+            const std::vector<int>& group, int groups, const std::vector<int>& cand, const std::vector<int>& base_clock,
+            int threads, Counters* counters) {
   const Predictor::Result base = predictor.base();
   const double iteration_ns = predictor.period_ns();
   const double step_ns = opt.step_ms > 0 ? opt.step_ms * 1e6 : std::min(1e6, iteration_ns / 1000);
@@ -104,7 +104,8 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
     s.schedule = schedule_of({});
     auto pass = std::make_shared<Predictor::PassState>();
     s.result = predictor.Run(s.schedule, pass.get());
-    if (base_clock != dc) ++counters->evaluations;  // (at the default, the predictor's base)
+    if (std::any_of(base_clock.begin(), base_clock.end(), [&](int c) { return c != dc; }))
+      ++counters->evaluations;  // (at the default, the predictor's base)
     counters->nodes += pass->nodes_computed;
     s.pass = std::move(pass);
   }
@@ -123,7 +124,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
     for (size_t si = 0; si < states.size(); ++si) {
       const State& s = states[si];
       // The group's clock before this point and when it last changed.
-      int prev = base_clock;
+      int prev = base_clock[j];
       double last_change = -1e300;
       for (size_t i = 0; i < j; ++i)
         if (points[i].group == g) {
@@ -136,7 +137,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
     ParallelFor(threads, children.size(), [&](size_t i, int worker) {
       Child& ch = children[i];
       const State& parent = states[ch.parent];
-      if (ch.clock == base_clock) {  // at base_clock, nothing changed
+      if (ch.clock == base_clock[j]) {  // at the base clock, nothing changed
         ch.result = parent.result;
         return;
       }
@@ -151,7 +152,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
     std::map<int64_t, size_t> best;
     for (size_t i = 0; i < children.size(); ++i) {
       const Child& ch = children[i];
-      if (ch.clock != base_clock) ++counters->evaluations;
+      if (ch.clock != base_clock[j]) ++counters->evaluations;
       counters->nodes += ch.nodes;
       const double delay = ch.result.end_ns - base.end_ns;
       if (delay > limit_ns) continue;
@@ -170,7 +171,8 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
         kept.push_back(front[k == 1 ? front.size() - 1 : i * (front.size() - 1) / (k - 1)]);
       front = std::move(kept);
     }
-    if (front.empty()) return State{{}, base, {}, nullptr};  // no state within the budget: the default clocks
+    if (front.empty())  // no state within the budget: the default clocks
+      return State{std::vector<int>(points.size(), dc), base, {}, nullptr};
     // The survivors, each with its pass for the next point's RunFrom (predicted again: keeping the
     // pass of every child until the front is known would take a graph's worth of memory each).
     std::vector<State> next(front.size());
@@ -181,7 +183,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       n.clock = parent.clock;
       n.clock.push_back(ch.clock);
       n.result = ch.result;
-      if (ch.clock == base_clock) {
+      if (ch.clock == base_clock[j]) {
         n.schedule = parent.schedule;
         n.pass = parent.pass;
         return;
@@ -193,13 +195,11 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       n.pass = std::move(pass);
     });
     for (const State& n : next)
-      if (n.clock.back() != base_clock && n.pass) counters->nodes += n.pass->nodes_computed;
+      if (n.clock.back() != base_clock[j] && n.pass) counters->nodes += n.pass->nodes_computed;
     states = std::move(next);
   }
-  State out = *std::min_element(states.begin(), states.end(),
-                                [](const State& a, const State& b) { return a.result.energy_j < b.result.energy_j; });
-  out.clock.resize(points.size(), base_clock);
-  return out;
+  return *std::min_element(states.begin(), states.end(),
+                           [](const State& a, const State& b) { return a.result.energy_j < b.result.energy_j; });
 }
 
 // The DP keeps a few states per point, compared with the points after it still at one clock, so it
@@ -233,10 +233,10 @@ void Refine(const Predictor& predictor, const SearchOptions& opt, const std::vec
   const double latency_ns = opt.dvfs_latency_ms * 1e6, jitter_ns = opt.dvfs_jitter_ms * 1e6;
   const double eps_ns = opt.min_interval_ms * 1e6;
   const int dc = predictor.default_clock();
+  const std::vector<int> defaults(points.size(), dc);
   auto schedule_of = [&](const std::vector<int>& clock) {
-    return ScheduleOf(points, clock, dc, group, groups, dc, latency_ns, jitter_ns);
+    return ScheduleOf(points, clock, defaults, group, groups, dc, latency_ns, jitter_ns);
   };
-  if (best->clock.size() != points.size()) best->clock.assign(points.size(), dc);  // the default clocks
   best->schedule = schedule_of(best->clock);
   Predictor::PassState pass;
   predictor.Run(best->schedule, &pass);
@@ -330,7 +330,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   ParallelFor(threads, uniform.size(), [&](size_t c, int worker) {
     const int ci = static_cast<int>(c);
     uniform[c] = predictor.Run(
-        ScheduleOf(points, std::vector<int>(points.size(), ci), ci, group, groups, dc, latency_ns, jitter_ns),
+        ScheduleOf(points, std::vector<int>(points.size(), ci), {}, group, groups, dc, latency_ns, jitter_ns),
         &scratch[worker]);
   });
   scratch.clear();
@@ -345,16 +345,28 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
       best_static_j = r.energy_j;
     }
   }
-  State best = RunDp(predictor, opt, points, group, groups, cand, dc, threads, &counters);
-  if (best_static != dc) {
-    State other = RunDp(predictor, opt, points, group, groups, cand, best_static, threads, &counters);
-    if (other.result.energy_j < best.result.energy_j) best = std::move(other);
+  std::vector<std::vector<int>> bases = {std::vector<int>(points.size(), dc)};
+  if (best_static != dc) bases.push_back(std::vector<int>(points.size(), best_static));
+  State best;
+  for (const std::vector<int>& base : bases) {
+    State s = RunDp(predictor, opt, points, group, groups, cand, base, threads, &counters);
+    if (best.clock.empty() || s.result.energy_j < best.result.energy_j) best = std::move(s);
+  }
+  // Again with the undecided points at the best schedule's clocks, while that saves energy: each
+  // point is then judged with the later ones where the answer put them, not all at one clock. (A
+  // base already run would give the same answer.)
+  for (int round = 0; round < opt.dp_rounds; ++round) {
+    if (std::find(bases.begin(), bases.end(), best.clock) != bases.end()) break;
+    bases.push_back(best.clock);
+    State again = RunDp(predictor, opt, points, group, groups, cand, best.clock, threads, &counters);
+    if (!(again.result.energy_j < best.result.energy_j * (1 - 1e-9))) break;
+    best = std::move(again);
   }
   if (opt.local_search) Refine(predictor, opt, points, group, groups, cand, threads, &best, &counters);
   out->evaluations = counters.evaluations;
   out->nodes_computed = counters.nodes;
   out->threads = threads;
-  out->schedule = ScheduleOf(points, best.clock, dc, group, groups, dc, latency_ns, 0);
+  out->schedule = ScheduleOf(points, best.clock, {}, group, groups, dc, latency_ns, 0);
   out->predicted = best.result;
   out->best_static = best_static == dc ? -1 : best_static;
   out->points = static_cast<int>(points.size());

@@ -27,6 +27,10 @@ constexpr double kSkipS = 1.0;               // the start of a detection trace l
 constexpr double kMinReferenceS = 4.0;       // the shortest reference window at the default clock
 constexpr double kMinProbeS = 4.0;           // the shortest probe window
 constexpr double kFoldRange = 0.05;          // the fold refines a spectral period within ±5 %
+constexpr double kAliasTolerance = 1.02;     // a time ratio may exceed the clocks' ratio by this much
+// A lower clock measured faster than a higher one by more than this contradicts it (the probes'
+// time ratios are within about a point of the truth where the period is read right).
+constexpr double kMonotoneSlack = 0.02;
 
 const char* ObjectiveName(GpoeoObjective o) {
   switch (o) {
@@ -159,6 +163,7 @@ double GpoeoSearch::ScoreOf(int clock) const {
 }
 
 int GpoeoSearch::Next() {
+  if (contradiction_.first >= 0) return -1;
   if (pending_ >= 0) return pending_;
   if (static_cast<int>(probes_.size()) >= max_probes_) return -1;
   auto known = [this](int c) { return measured_.count(c) > 0 || c == n_ - 1; };
@@ -194,6 +199,13 @@ void GpoeoSearch::Record(int clock, double energy_ratio, double time_ratio) {
   measured_[clock] = probes_.size();
   probes_.push_back({clock, energy_ratio, time_ratio});
   if (clock == pending_) pending_ = -1;
+  if (std::isfinite(time_ratio) && contradiction_.first < 0)
+    for (const Probe& p : probes_) {
+      if (!std::isfinite(p.time_ratio)) continue;
+      const Probe& lo = p.clock < clock ? p : probes_.back();
+      const Probe& hi = p.clock < clock ? probes_.back() : p;
+      if (lo.clock < hi.clock && lo.time_ratio < hi.time_ratio - kMonotoneSlack) contradiction_ = {lo.clock, hi.clock};
+    }
   if (clock != cur_ && ScoreOf(clock) < ScoreOf(cur_)) {
     cur_ = clock;
     queue_.clear();
@@ -203,6 +215,7 @@ void GpoeoSearch::Record(int clock, double energy_ratio, double time_ratio) {
 
 int GpoeoSearch::Best() const {
   int best = n_ - 1;
+  if (contradiction_.first >= 0) return best;
   for (const auto& [clock, i] : measured_)
     if (ScoreOf(clock) < kBroken && ScoreOf(clock) < ScoreOf(best)) best = clock;
   return best;
@@ -254,6 +267,8 @@ void Gpoeo::Lock(int mhz) {
 void Gpoeo::Restart(double now_s) {
   Lock(clocks_.back());  // the default governor
   state_ = State::kDetect;
+  alias_ = false;
+  probed_.clear();
   ClearTrace();
   start_s_ = now_s;
 }
@@ -402,7 +417,7 @@ void Gpoeo::Tick(double now_ns) {
   }
 }
 
-GpoeoPeriod Gpoeo::DetectPeriod(double from_s, const GpoeoPeriodOptions& po) const {
+GpoeoPeriod Gpoeo::DetectPeriod(double from_s, const GpoeoPeriodOptions& po, double* update_s) const {
   const bool counters = gpus_->Offers(Reading::kEnergy);
   std::vector<GpoeoSeries> series;
   for (size_t g = 0; g < energy_.size(); ++g) {
@@ -418,11 +433,12 @@ GpoeoPeriod Gpoeo::DetectPeriod(double from_s, const GpoeoPeriodOptions& po) con
     p.reason = "fewer than 3 updates of the readings";
     return p;
   }
+  if (update_s) *update_s = u.dt_s;
   return GpoeoDetectPeriod(u.x, u.dt_s, po);
 }
 
 void Gpoeo::Detect(double now_s) {
-  detected_ = DetectPeriod(trace_start_s_, GpoeoPeriodOptions{});
+  detected_ = DetectPeriod(trace_start_s_, GpoeoPeriodOptions{}, &update_s_);
   if (detected_.verdict == GpoeoVerdict::kAperiodic || detected_.verdict == GpoeoVerdict::kFlat) {
     state_ = State::kAperiodic;  // the default clock stays; look again later
     ticks_ = 0;
@@ -465,11 +481,17 @@ void Gpoeo::Detect(double now_s) {
     StartProbe(next);
 }
 
-double GpoeoSearchBoundS(const GpoeoOptions& o, double period_s) {
-  constexpr double kDetectBoundS = 8;  // detection settles within about 6 s on a steady period
+double GpoeoSearchBoundS(const GpoeoOptions& o, double period_s, double update_s) {
+  // The period the readings show: the iteration's, or under two updates its alias, at the distance
+  // of its frequency from the nearest multiple of the update rate (at most TUpBound).
+  const double f = 1 / period_s, fs = 1 / update_s;
+  const double alias = std::abs(f - fs * std::round(f / fs));
+  const double signal_s = std::min(alias > 0 ? 1 / alias : kInf, GpoeoPeriodOptions{}.t_up_bound_s);
+  // Detection settles within about 6 s on a steady sub-second period, and needs 5.3 periods.
+  const double detect_s = std::max(8.0, 6 * signal_s);
   const double probe_s =
-      std::max(period_s, 0.2) + std::max(o.probe_periods * 1.15 * period_s, std::max(kMinProbeS, kMinReferenceS));
-  return kDetectBoundS + (o.max_probes + 1) * probe_s;
+      std::max(signal_s, 0.2) + std::max(o.probe_periods * 1.15 * signal_s, std::max(kMinProbeS, kMinReferenceS));
+  return detect_s + (o.max_probes + 1) * probe_s;
 }
 
 void Gpoeo::StartProbe(int clock_index) {
@@ -483,21 +505,69 @@ void Gpoeo::StartProbe(int clock_index) {
   measure_ticks_ = static_cast<int>(std::ceil(std::max(o_.probe_periods * 1.15 * period_s_, kMinProbeS) / Dt()));
 }
 
+double Gpoeo::TruePeriod(double signal_period_s) const {
+  return alias_ ? 1 / (1 / update_s_ - 1 / signal_period_s) : signal_period_s;
+}
+
+void Gpoeo::Ratios(const Probed& p, double* e, double* t) const {
+  *e = *t = kInf;
+  if (p.period_s <= 0) return;
+  *t = TruePeriod(p.period_s) / TruePeriod(period_s_);
+  *e = p.power_w / ref_power_w_ * *t;
+  // A lower clock cannot run faster, nor slower than in proportion to the clock: such a
+  // measurement saw something other than the period (a sub-multiple, a phase change).
+  const double slowest = static_cast<double>(clocks_.back()) / clocks_[static_cast<size_t>(p.clock)];
+  if (*t < kImplausiblySooner || *t > kAliasTolerance * slowest) *e = *t = kInf;
+}
+
+bool Gpoeo::LooksAliased(const Probed& p) const {
+  if (alias_ || update_s_ <= 0 || p.period_s <= 0 || p.period_s / period_s_ >= kImplausiblySooner) return false;
+  const double fs = 1 / update_s_, a = 1 / period_s_, a_probe = 1 / p.period_s;
+  if (a_probe >= fs / 2) return false;  // not an alias on this grid either
+  const double t = (fs - a) / (fs - a_probe);
+  return t <= kAliasTolerance * static_cast<double>(clocks_.back()) / clocks_[static_cast<size_t>(p.clock)];
+}
+
 void Gpoeo::EndProbe(double now_s) {
+  // The periods the readings can show at this clock: the iteration at most kAliasTolerance × the
+  // clocks' ratio longer and at most 3 % shorter, seen directly or (on the same alias branch as the
+  // reference's) through its alias; both until a probe has shown which (GPOEO.md §2 Candidates 3
+  // keeps [0.8, 1.5]·Tp, which can hold neither).
   GpoeoPeriodOptions po;
-  po.clock_change = -1;  // every probe is at or below the default clock
-  po.previous_period_s = period_s_;
-  const GpoeoPeriod p = DetectPeriod(trace_start_s_, po);
-  double e = kInf, t = kInf;
-  if (p.period_s > 0) {
-    const double period = FoldPeriod(trace_start_s_, p.period_s, kFoldRange);
-    t = period / period_s_;
-    e = MeanPower(trace_start_s_, period) * period / (ref_power_w_ * period_s_);
-    // A lower clock that seems to run faster measured something other than the period (a
-    // sub-multiple, a phase change): no use to the search.
-    if (t < kImplausiblySooner) e = t = kInf;
+  const double r_max = kAliasTolerance * clocks_.back() / clocks_[static_cast<size_t>(probe_)];
+  const double r_min = kImplausiblySooner;
+  po.keep_min_s = alias_ ? kInf : r_min * period_s_;
+  po.keep_max_s = alias_ ? 0 : r_max * period_s_;
+  if (update_s_ > 0 && period_s_ > 2 * update_s_) {
+    const double fs = 1 / update_s_, f = fs - 1 / period_s_;  // the iteration's, if the reference is an alias
+    const double hi = fs - f / r_min > 0 ? 1 / (fs - f / r_min) : po.t_up_bound_s;
+    po.keep_min_s = std::min(po.keep_min_s, 1 / (fs - f / r_max));
+    po.keep_max_s = std::max(po.keep_max_s, std::min(hi, po.t_up_bound_s));
   }
-  search_->Record(probe_, e, t);
+  const GpoeoPeriod p = DetectPeriod(trace_start_s_, po);
+  Probed probed{probe_, 0, 0};
+  if (p.period_s > 0) {
+    probed.period_s = FoldPeriod(trace_start_s_, p.period_s, kFoldRange);
+    probed.power_w = MeanPower(trace_start_s_, probed.period_s);
+  }
+  probed_.push_back(probed);
+  double e = kInf, t = kInf;
+  if (LooksAliased(probed)) {
+    // The readings' period shrank at a lower clock: an iteration shorter than two updates, seen
+    // through its alias. The search starts over on the iteration's periods behind the aliases,
+    // every probe so far measured again through them.
+    alias_ = true;
+    const int n_clocks = static_cast<int>(clocks_.size());
+    search_ = std::make_unique<GpoeoSearch>(n_clocks, probed_.front().clock, o_.step, o_.max_probes, o_.objective,
+                                            o_.max_slowdown);
+    for (const Probed& q : probed_) {
+      Ratios(q, &e, &t);
+      search_->Record(q.clock, e, t);
+    }
+  } else {
+    Ratios(probed, &e, &t);
+    search_->Record(probe_, e, t);
+  }
   const int next = search_->Next();
   if (next < 0)
     EndSearch(now_s);
@@ -512,9 +582,13 @@ void Gpoeo::EndSearch(double now_s) {
   chosen_time_ = 1;
   for (const GpoeoSearch::Probe& pr : search_->probes())
     if (pr.clock == best) chosen_energy_ = pr.energy_ratio, chosen_time_ = pr.time_ratio;
-  chosen_period_s_ = period_s_ * chosen_time_;
-  chosen_power_w_ = ref_power_w_ * chosen_energy_ / chosen_time_;
+  // What the phase-change check compares: the readings' period (an alias's, if so) and power.
+  chosen_period_s_ = period_s_;
+  chosen_power_w_ = ref_power_w_;
+  for (const Probed& q : probed_)
+    if (q.clock == best) chosen_period_s_ = q.period_s, chosen_power_w_ = q.power_w;
   last_probes_ = search_->probes();
+  contradiction_ = search_->contradiction();
   settle_s_ = now_s - start_s_;
   Lock(chosen_mhz_);
   state_ = State::kHold;
@@ -565,7 +639,9 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                {"objective", ObjectiveName(o_.objective)},
                {"max_slowdown", o_.max_slowdown},
                {"verdict", GpoeoVerdictName(detected_.verdict)},
-               {"period_s", period_s_},
+               {"period_s", period_s()},
+               {"readings_period_s", period_s_},
+               {"aliased", alias_},
                {"features", features_},
                {"predicted_mhz", predicted_mhz_},
                {"predicted_energy_ratio", predicted_energy_},
@@ -574,9 +650,10 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                {"measured_energy_ratio", chosen_energy_},
                {"measured_time_ratio", chosen_time_},
                {"probes", probes},
+               {"contradicted", contradiction_.first >= 0},
                {"searches", searches_},
                {"settle_s", settle_s_},
-               {"settle_periods", period_s_ > 0 ? settle_s_ / period_s_ : 0},
+               {"settle_periods", period_s_ > 0 ? settle_s_ / period_s() : 0},
                {"phase_changes", changes}};
   if (period_s_ <= 0) {
     lines->push_back(fmt::format("gpoeo: no period found ({}: {})", GpoeoVerdictName(detected_.verdict),
@@ -586,7 +663,12 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
   lines->push_back(
       fmt::format("gpoeo: period {:.3f} s at the default clock; predicted {} MHz (energy {:+.1f} %, "
                   "time {:+.1f} %)",
-                  period_s_, predicted_mhz_, 100 * (predicted_energy_ - 1), 100 * (predicted_time_ - 1)));
+                  period_s(), predicted_mhz_, 100 * (predicted_energy_ - 1), 100 * (predicted_time_ - 1)));
+  if (alias_)
+    lines->push_back(
+        fmt::format("gpoeo: the readings' period, {:.3f} s, shrank at a lower clock: it is the alias of a {:.3f} s "
+                    "iteration, under two of the readings' {:.0f} ms updates; the probes are measured through it",
+                    period_s_, period_s(), 1e3 * update_s_));
   if (chosen_mhz_ > 0) {
     std::string tried;
     for (const GpoeoSearch::Probe& pr : last_probes_)
@@ -594,11 +676,16 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
           fmt::format("{}{} MHz E {:+.1f} % T {:+.1f} %", tried.empty() ? "" : ", ",
                       clocks_[static_cast<size_t>(pr.clock)], 100 * (pr.energy_ratio - 1), 100 * (pr.time_ratio - 1));
     lines->push_back(fmt::format("gpoeo: probed {}", tried.empty() ? std::string("nothing") : tried));
+    if (contradiction_.first >= 0)
+      lines->push_back(fmt::format(
+          "gpoeo: {} MHz measured faster than {} MHz: the period was misread at one of them, so no clock is "
+          "trusted and the default is kept",
+          clocks_[static_cast<size_t>(contradiction_.first)], clocks_[static_cast<size_t>(contradiction_.second)]));
     lines->push_back(
         fmt::format("gpoeo: chose {} MHz ({} objective): measured energy {:+.1f} %, time {:+.1f} % per "
                     "period vs the default clock; settled after {:.1f} s ({:.0f} periods)",
                     chosen_mhz_, ObjectiveName(o_.objective), 100 * (chosen_energy_ - 1), 100 * (chosen_time_ - 1),
-                    settle_s_, settle_s_ / period_s_));
+                    settle_s_, settle_s_ / period_s()));
   } else {
     lines->push_back(fmt::format("gpoeo: still {} at the end of the run", StateName(state_)));
   }

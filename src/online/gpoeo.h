@@ -59,8 +59,9 @@ bool ParseGpoeoOptions(const MethodOptions& m, GpoeoOptions* out, std::string* e
 
 // The longest the controller takes, on a steady workload of this period, from its start to the
 // held clock: detection, the reference at the default clock and max_probes probes, each at least
-// 4 s (for sizing the runs that evaluate it).
-double GpoeoSearchBoundS(const GpoeoOptions& o, double period_s);
+// 4 s and probe_periods of the period the readings show (its alias on the readings' update_s grid
+// when it is under two updates) (for sizing the runs that evaluate it).
+double GpoeoSearchBoundS(const GpoeoOptions& o, double period_s, double update_s = 0.1);
 
 // The local search over supported clocks (indices into an ascending list), driven by measurements:
 // Next() names the clock to measure, Record() takes its energy and time relative to the default
@@ -73,8 +74,13 @@ class GpoeoSearch {
   // The clock to measure next, or -1 when the search is over.
   int Next();
   void Record(int clock, double energy_ratio, double time_ratio);
-  // The best measured clock; `clocks - 1` (the default, ratio 1/1) when none beats it.
+  // The best measured clock; `clocks - 1` (the default, ratio 1/1) when none beats it or the
+  // measurements contradict each other.
   int Best() const;
+  // Two probes whose times cannot both be right: the lower clock measured faster than the higher
+  // one by more than 2 points (a period misread at one of them). The search then ends at the
+  // default clock. {-1, -1} while none.
+  std::pair<int, int> contradiction() const { return contradiction_; }
   // The objective of a measurement (lower is better; infinite when it breaks the slowdown cap).
   double Score(double energy_ratio, double time_ratio) const;
   struct Probe {
@@ -93,6 +99,7 @@ class GpoeoSearch {
   int pending_ = -1;                // the clock Next() handed out and not yet recorded
   std::vector<int> queue_;          // neighbours still to try around cur_
   bool built_ = false;              // queue_ holds cur_'s neighbours at step_
+  std::pair<int, int> contradiction_{-1, -1};  // (lower clock, higher clock)
 };
 
 class Gpoeo : public OnlineMethod {
@@ -106,7 +113,9 @@ class Gpoeo : public OnlineMethod {
 
   enum class State { kDetect, kSearch, kHold, kAperiodic };
   State state() const { return state_; }
-  double period_s() const { return period_s_; }
+  // The iteration's period at the default clock (behind the readings' alias when they alias it).
+  double period_s() const { return period_s_ > 0 ? TruePeriod(period_s_) : 0; }
+  bool aliased() const { return alias_; }
   int chosen_mhz() const { return chosen_mhz_; }        // 0 until a search has ended
   int predicted_mhz() const { return predicted_mhz_; }  // 0 until a prediction
   struct PhaseChange {
@@ -128,7 +137,8 @@ class Gpoeo : public OnlineMethod {
   // GPOEO's period detection on the readings' updates since from_s: the energy counters' mean
   // power per update interval where the back end offers them, else the power readings
   // (GpoeoUniformSignal).
-  GpoeoPeriod DetectPeriod(double from_s, const GpoeoPeriodOptions& po) const;
+  // *update_s (when given) gets the readings' update interval, the signal's sampling interval.
+  GpoeoPeriod DetectPeriod(double from_s, const GpoeoPeriodOptions& po, double* update_s = nullptr) const;
   // A new measurement: the trace and the readings' updates start over.
   void ClearTrace();
   // The period refined on the readings' updates since from_s, and on the energy counters' mean
@@ -163,7 +173,27 @@ class Gpoeo : public OnlineMethod {
   double now_s_ = 0;
   // Detection at the default clock.
   GpoeoPeriod detected_;
-  double period_s_ = 0, ref_power_w_ = 0;
+  double period_s_ = 0, ref_power_w_ = 0;  // the readings' period (an alias's when alias_) and power
+  double update_s_ = 0;                     // the readings' update interval
+  // Set when a probe's period shrank at a lower clock (LooksAliased): the readings show an
+  // iteration shorter than two update intervals through its alias, at 1/update − 1/iteration.
+  bool alias_ = false;
+  // The iteration's period behind a period of the readings.
+  double TruePeriod(double signal_period_s) const;
+  // One probe as measured: the readings' period and mean power at a clock.
+  struct Probed {
+    int clock;
+    double period_s, power_w;  // 0: no period found
+  };
+  std::vector<Probed> probed_;  // this search's, in order
+  // A probe's energy and time relative to the default clock, through the alias when alias_;
+  // infinite when no period was found or the time ratio cannot be (under 0.97, or over the
+  // clocks' ratio).
+  void Ratios(const Probed& p, double* e, double* t) const;
+  // The probe's period is shorter than the reference's (which a lower clock cannot cause), and an
+  // alias of an iteration 1/(1/update − 1/period) long would explain it with a time ratio no
+  // greater than the clocks'.
+  bool LooksAliased(const Probed& p) const;
   std::vector<double> features_;
   int predicted_mhz_ = 0;
   double predicted_energy_ = 1, predicted_time_ = 1;
@@ -172,6 +202,7 @@ class Gpoeo : public OnlineMethod {
   int probe_ = -1;  // clock index being measured
   int settle_ticks_ = 0, measure_ticks_ = 0;
   std::vector<GpoeoSearch::Probe> last_probes_;
+  std::pair<int, int> contradiction_{-1, -1};  // the last search's (GpoeoSearch::contradiction)
   // Hold.
   int chosen_mhz_ = 0;
   double chosen_energy_ = 1, chosen_time_ = 1;  // measured, relative to the default clock

@@ -21,6 +21,9 @@ struct GpoeoPeriodOptions {
   // (lowered) or [0.66, 1.25]·Tp (raised) of the previous period Tp stay. 0: no filter.
   int clock_change = 0;
   double previous_period_s = 0;
+  // EMO: when keep_max_s > 0, only candidates in [keep_min_s, keep_max_s] stay instead (the
+  // periods a probe's clock can produce; gpoeo.cc).
+  double keep_min_s = 0, keep_max_s = 0;
   double repeat_min_periods = 2.8;    // suffix estimates while ≥ 2.8·T remains (§2 Stability)
   double stable_periods = 5.3;        // periods recorded before a result is stable
   double stable_spread = 0.15;        // "normal" mode; 0.10 strict, 0.30 relaxed

@@ -95,10 +95,10 @@ class GpoeoSearch {
   GpoeoObjective objective_;
   double max_slowdown_;
   std::vector<Probe> probes_;
-  std::map<int, size_t> measured_;  // clock -> index into probes_
-  int pending_ = -1;                // the clock Next() handed out and not yet recorded
-  std::vector<int> queue_;          // neighbours still to try around cur_
-  bool built_ = false;              // queue_ holds cur_'s neighbours at step_
+  std::map<int, size_t> measured_;             // clock -> index into probes_
+  int pending_ = -1;                           // the clock Next() handed out and not yet recorded
+  std::vector<int> queue_;                     // neighbours still to try around cur_
+  bool built_ = false;                         // queue_ holds cur_'s neighbours at step_
   std::pair<int, int> contradiction_{-1, -1};  // (lower clock, higher clock)
 };
 
@@ -174,7 +174,7 @@ class Gpoeo : public OnlineMethod {
   // Detection at the default clock.
   GpoeoPeriod detected_;
   double period_s_ = 0, ref_power_w_ = 0;  // the readings' period (an alias's when alias_) and power
-  double update_s_ = 0;                     // the readings' update interval
+  double update_s_ = 0;                    // the readings' update interval
   // Set when a probe's period shrank at a lower clock (LooksAliased): the readings show an
   // iteration shorter than two update intervals through its alias, at 1/update − 1/iteration.
   bool alias_ = false;

@@ -310,10 +310,10 @@ double Estimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOpti
     if (t / dt_s >= min_lag && t / dt_s <= max_lag) cands.push_back(t / dt_s);
   // §2 Candidates 3: after a clock change only candidates near the previous period stay.
   if (o.keep_max_s > 0 || (o.clock_change != 0 && o.previous_period_s > 0)) {
-    const double lo = o.keep_max_s > 0 ? o.keep_min_s / dt_s
-                                       : o.previous_period_s / dt_s * (o.clock_change < 0 ? 0.8 : 0.66);
-    const double hi = o.keep_max_s > 0 ? o.keep_max_s / dt_s
-                                       : o.previous_period_s / dt_s * (o.clock_change < 0 ? 1.5 : 1.25);
+    const double lo =
+        o.keep_max_s > 0 ? o.keep_min_s / dt_s : o.previous_period_s / dt_s * (o.clock_change < 0 ? 0.8 : 0.66);
+    const double hi =
+        o.keep_max_s > 0 ? o.keep_max_s / dt_s : o.previous_period_s / dt_s * (o.clock_change < 0 ? 1.5 : 1.25);
     std::vector<double> kept;
     for (double c : cands)
       if (c >= lo && c <= hi) kept.push_back(c);

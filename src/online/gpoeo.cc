@@ -165,6 +165,7 @@ double GpoeoSearch::ScoreOf(int clock) const {
 int GpoeoSearch::Next() {
   if (contradiction_.first >= 0) return -1;
   if (pending_ >= 0) return pending_;
+  if (!recheck_.empty()) return pending_ = recheck_.front();
   if (static_cast<int>(probes_.size()) >= max_probes_) return -1;
   auto known = [this](int c) { return measured_.count(c) > 0 || c == n_ - 1; };
   if (!known(cur_)) return pending_ = cur_;
@@ -199,12 +200,19 @@ void GpoeoSearch::Record(int clock, double energy_ratio, double time_ratio) {
   measured_[clock] = probes_.size();
   probes_.push_back({clock, energy_ratio, time_ratio});
   if (clock == pending_) pending_ = -1;
-  if (std::isfinite(time_ratio) && contradiction_.first < 0)
-    for (const Probe& p : probes_) {
-      if (!std::isfinite(p.time_ratio)) continue;
-      const Probe& lo = p.clock < clock ? p : probes_.back();
-      const Probe& hi = p.clock < clock ? probes_.back() : p;
-      if (lo.clock < hi.clock && lo.time_ratio < hi.time_ratio - kMonotoneSlack) contradiction_ = {lo.clock, hi.clock};
+  if (!recheck_.empty() && recheck_.front() == clock) recheck_.erase(recheck_.begin());
+  // The latest measurements of every two clocks (once a recheck has measured both again).
+  for (auto lo = measured_.begin(); recheck_.empty() && contradiction_.first < 0 && lo != measured_.end(); ++lo)
+    for (auto hi = std::next(lo); hi != measured_.end(); ++hi) {
+      const double t_lo = probes_[lo->second].time_ratio, t_hi = probes_[hi->second].time_ratio;
+      if (!std::isfinite(t_lo) || !std::isfinite(t_hi) || t_lo >= t_hi - kMonotoneSlack) continue;
+      if (rechecked_) {
+        contradiction_ = {lo->first, hi->first};
+      } else {  // a transient (an evaluation step, a checkpoint) may have upset one: measure both again
+        rechecked_ = true;
+        recheck_ = {lo->first, hi->first};
+      }
+      break;
     }
   if (clock != cur_ && ScoreOf(clock) < ScoreOf(cur_)) {
     cur_ = clock;

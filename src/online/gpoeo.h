@@ -78,8 +78,9 @@ class GpoeoSearch {
   // measurements contradict each other.
   int Best() const;
   // Two probes whose times cannot both be right: the lower clock measured faster than the higher
-  // one by more than 2 points (a period misread at one of them). The search then ends at the
-  // default clock. {-1, -1} while none.
+  // one by more than 2 points (a period misread at one of them). The first time, both are measured
+  // again (Next() names them); if their latest measurements, or any others, still disagree, the
+  // search ends at the default clock. {-1, -1} while none.
   std::pair<int, int> contradiction() const { return contradiction_; }
   // The objective of a measurement (lower is better; infinite when it breaks the slowdown cap).
   double Score(double energy_ratio, double time_ratio) const;
@@ -100,6 +101,8 @@ class GpoeoSearch {
   std::vector<int> queue_;                     // neighbours still to try around cur_
   bool built_ = false;                         // queue_ holds cur_'s neighbours at step_
   std::pair<int, int> contradiction_{-1, -1};  // (lower clock, higher clock)
+  std::vector<int> recheck_;                   // clocks to measure again, in order
+  bool rechecked_ = false;                     // the one recheck was asked for
 };
 
 class Gpoeo : public OnlineMethod {

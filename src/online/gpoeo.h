@@ -22,6 +22,12 @@
 //   and refined where the readings' updates and the counters' mean power per update interval match
 //   themselves (GpoeoFoldPeriod), and a probe lasts at least 4 s; the reference at the default clock likewise,
 //   past the detection trace's first second.
+// - An iteration under two of the readings' updates shows as its alias (10 Hz minus its frequency
+//   on a 100 ms grid), which a lower clock shortens: a probe whose period shrank by what the clocks'
+//   ratio can explain switches the search to the iteration behind the alias (LooksAliased). A probe
+//   looks only for periods its clock can produce, directly or through the alias (upstream keeps
+//   [0.8, 1.5]·Tp). Two probes that put a lower clock faster than a higher one are measured again,
+//   then distrusted (GpoeoSearch::contradiction). Upstream has neither.
 // - Aperiodic phases keep the default clock (upstream's IPS proxy needs counters).
 // - Phase changes are checked at a fixed interval, without upstream's back-off.
 #pragma once

@@ -331,6 +331,65 @@ TEST(SimThreads, InferredHandOffsAreTheProgramsOwn) {
   EXPECT_NEAR(replayed_ms, a.total.observed_ms, 0.01 * a.total.observed_ms);
 }
 
+// Kinds tp and pp hand each micro-batch's backward pass to the autograd thread too (pp's p2p calls
+// stay on the main thread), several times a step. On every rank the graph infers exactly two
+// hand-offs per backward pass, all between the main and the autograd thread and none dropped, but
+// the very first: the autograd thread's first call has no earlier one to wait after. The steps
+// are the same work, so the run takes about as long as without the thread (the hand-offs cost
+// host time).
+TEST(SimThreads, AutogradHandOffsOnTensorAndPipelineParallel) {
+  for (const char* kind : {"tp", "pp"}) {
+    SCOPED_TRACE(kind);
+    nlohmann::json spec = Spec(kind);
+    spec["model"] = {{"layers", 2}, {"hidden", 512}, {"heads", 8}, {"seq", 256}, {"batch", 1}, {"vocab", 8000}};
+    spec["cpu"] = {{"launch_gap_us", 100}};
+    if (std::string(kind) == "tp") spec["parallel"]["microbatches"] = 2, spec["model"]["batch"] = 2;
+    const int64_t microbatches = spec["parallel"]["microbatches"];
+    constexpr int kSteps = 3;
+    auto run = [&](bool autograd, Trace* t) {
+      spec["threads"] = {{"autograd", autograd}};
+      const Program p = Build(spec);
+      for (const RankProgram& r : p.ranks) ASSERT_EQ(r.threads.size(), autograd ? 2u : 1u);
+      EngineOptions o;
+      o.iterations = kSteps;
+      Engine e(p, o);
+      std::string err;
+      ASSERT_TRUE(e.Run(&err)) << err;
+      for (size_t r = 0; r < e.trace().ranks.size(); ++r) {
+        std::string json;
+        WriteKinetoJson(e.trace(), r, &json);
+        ASSERT_TRUE(ParseKinetoJson("rank" + std::to_string(r) + ".json", json.data(), json.size(), t, &err)) << err;
+      }
+    };
+    Trace with, without;
+    run(true, &with);
+    run(false, &without);
+    if (HasFatalFailure()) return;
+    Graph g;
+    BuildReport rep;
+    std::string err;
+    ASSERT_TRUE(BuildGraph(with, &g, &rep, &err)) << err;
+    for (size_t r = 0; r < rep.ranks.size(); ++r) {
+      SCOPED_TRACE("rank " + std::to_string(r));
+      EXPECT_EQ(rep.ranks[r].handoffs_inferred, 2 * kSteps * microbatches - 1);
+      EXPECT_EQ(rep.ranks[r].handoffs_dropped, 0);
+      EXPECT_TRUE(rep.ranks[r].background.empty());
+    }
+    for (uint32_t v = 0; v < g.nodes(); ++v)
+      for (uint32_t k = g.pred_begin[v]; k < g.pred_begin[v + 1]; ++k)
+        if (g.pred_kind[k] == EdgeKind::kCrossThread) {
+          const RankTrace& rt = with.ranks[static_cast<size_t>(g.rank[v])];
+          const int64_t a = rt.threads[rt.calls[static_cast<size_t>(g.source[g.pred[k]])].thread].tid;
+          const int64_t b = rt.threads[rt.calls[static_cast<size_t>(g.source[v])].thread].tid;
+          EXPECT_NE(a, b);
+        }
+    const auto span = [](const Trace& t) {
+      return static_cast<double>(t.ranks[0].iterations.back().end_ns - t.ranks[0].iterations.front().start_ns);
+    };
+    EXPECT_NEAR(span(with) / span(without), 1, 0.03);
+  }
+}
+
 }  // namespace
 }  // namespace emo::sim
 

@@ -570,9 +570,11 @@ TEST(Workload, BadSpecsNameTheField) {
   with("too large a program", "field parallel.microbatches: model.layers × parallel.microbatches × GPUs above",
        [](json& s) { s["model"]["layers"] = 1000, s["parallel"]["microbatches"] = 1000; });
   with("dtype 3", "field model.dtype_bytes: expected 2 or 4", [](json& s) { s["model"]["dtype_bytes"] = 3; });
-  with("autograd on kind tp", "field threads.autograd: only kind dp supports an autograd thread", [](json& s) {
-    s["threads"] = {{"autograd", true}};
-  });
+  with("autograd on kind offload",
+       "field threads.autograd: kind offload is inference: no backward pass for the autograd thread", [](json& s) {
+         s["kind"] = "offload", s["parallel"] = json::object(), s["threads"] = {{"autograd", true}};
+         s["model"]["experts"] = 8, s["model"]["top_k"] = 2, s["model"]["expert_ffn"] = 128;
+       });
   with("autograd not a boolean", "field threads.autograd: expected true or false (got 1)", [](json& s) {
     s["kind"] = "dp", s["parallel"] = json::object(), s["threads"] = {{"autograd", 1}};
   });

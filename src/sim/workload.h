@@ -32,9 +32,10 @@
 //                 ranks wait at a barrier); with kind "phases", a job's evaluation and
 //                 checkpoint stretches
 //   "threads"     CPU threads beside the main one, as training jobs have them:
-//                 autograd       true (kind dp only): each micro-batch's backward pass runs on thread 1, PyTorch's
-//                                autograd engine thread, which waits for the main thread's forward
-//                                pass; the main thread blocks until it ends (default false)
+//                 autograd       true (kinds dp, tp and pp): each micro-batch's backward pass runs on
+//                                thread 1, PyTorch's autograd engine thread, which waits for the main
+//                                thread's forward pass; the main thread blocks until it ends (pp: its
+//                                p2p calls stay on the main thread) (default false)
 //                 poll_ms        a poller thread: one cudaStreamQuery every poll_ms, launching
 //                                nothing (default 0: none)
 //                 loader_ms      a data-loader thread: loader_ms of CPU work per batch, no CUDA

@@ -87,14 +87,21 @@ void BuildPp(const Spec& s, const Naming& nm, Program* p) {
     const bool first = st == 0, last = st == P - 1;
     const Passes passes =
         BuildPasses(c, static_cast<double>(s.model.batch), layers[static_cast<size_t>(st)], first, last);
-    Emitter e{{}, s.launch_gap_ns};
+    // With threads.autograd, each backward pass runs on the autograd thread while the main thread
+    // blocks in it (flags 0 and 1, as in kind dp); the schedule's p2p calls stay on the main thread.
+    const bool autograd = s.threads.autograd;
+    Emitter e{{}, s.launch_gap_ns}, bwd{{}, s.launch_gap_ns};
     auto pass = [&](const std::vector<Phase>& phases) {
       const int32_t range = &phases == &passes.forward ? kForward : kBackward;
+      const bool handed = autograd && range == kBackward;
+      Emitter& on = handed ? bwd : e;
       e.Range(true, range);
+      if (handed) e.Flag(Op::kSignal, 0), bwd.Flag(Op::kWait, 0);
       for (const Phase& ph : phases) {
-        e.Launch(0, ph.compute);
-        e.Launch(0, ph.overlap);
+        on.Launch(0, ph.compute);
+        on.Launch(0, ph.overlap);
       }
+      if (handed) bwd.Flag(Op::kSignal, 1), e.Flag(Op::kWait, 1);
       e.Range(false, range);
     };
     // One exchange with the previous (next) stage on its NCCL stream after the compute stream's
@@ -134,7 +141,12 @@ void BuildPp(const Spec& s, const Naming& nm, Program* p) {
     } else {
       e.DeviceSync();
     }
-    p->ranks.push_back(OneThread(std::move(e), 3, 1));
+    RankProgram rank = OneThread(std::move(e), 3, 1);
+    if (autograd) {
+      rank.threads.emplace_back().code = std::move(bwd.code);
+      rank.flags = 2;
+    }
+    p->ranks.push_back(std::move(rank));
   }
 }
 

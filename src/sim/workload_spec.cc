@@ -156,8 +156,8 @@ bool CheckSpec(const Spec& s, std::string* err) {
     return fail("step", "only kind dp has eval and checkpoint steps");
   if (s.step != StepKind::kTrain && s.threads.autograd)
     return fail("threads.autograd", "an eval or checkpoint step has no backward pass for the autograd thread");
-  if (s.kind != Kind::kDp && s.threads.autograd)
-    return fail("threads.autograd", "only kind dp supports an autograd thread");
+  if (s.kind == Kind::kOffload && s.threads.autograd)
+    return fail("threads.autograd", "kind offload is inference: no backward pass for the autograd thread");
   for (auto [field, degree] : {std::pair{"parallel.tp", p.tp}, {"parallel.pp", p.pp}, {"parallel.dp", p.dp}})
     if (degree > kMaxRanks) return fail(field, "at most " + n(kMaxRanks) + " GPUs (got " + n(degree) + ")");
   if (m.layers * p.microbatches * p.tp * p.dp > kMaxPasses)

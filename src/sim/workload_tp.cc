@@ -43,27 +43,36 @@ void BuildTp(const Spec& s, const Naming& nm, Program* p) {
   }
   if (s.parallel.tp > 1) p->groups.push_back(AllRanks(s.parallel.tp, "tp"));
 
-  Emitter e{{}, s.launch_gap_ns};
+  // With threads.autograd, each micro-batch's backward pass runs on the autograd thread, handed
+  // over as in kind dp (flag 0 after the forward pass, flag 1 when the backward pass is done).
+  const bool autograd = s.threads.autograd;
+  Emitter e{{}, s.launch_gap_ns}, bwd{{}, s.launch_gap_ns};
   const double params = LocalParams(passes[0]);
   ZeroGrad(c, params, &e);
   std::vector<bool> pending(static_cast<size_t>(chunks), false);
-  auto run = [&](std::vector<Phase> Passes::*pass) {
+  auto run = [&](std::vector<Phase> Passes::*pass, Emitter* on) {
     const size_t n = (passes[0].*pass).size();
     for (size_t i = 0; i < n; ++i) {
       std::vector<const Phase*> per_chunk;
       for (const Passes& ps : passes) per_chunk.push_back(&(ps.*pass)[i]);
-      EmitDominoPhase(per_chunk, 0, &e, &pending);
+      EmitDominoPhase(per_chunk, 0, on, &pending);
     }
   };
   for (int64_t mb = 0; mb < s.parallel.microbatches; ++mb) {
-    run(&Passes::forward);
-    run(&Passes::backward);
+    run(&Passes::forward, &e);
+    if (autograd) e.Flag(Op::kSignal, 0), bwd.Flag(Op::kWait, 0);
+    run(&Passes::backward, autograd ? &bwd : &e);
+    if (autograd) bwd.Flag(Op::kSignal, 1), e.Flag(Op::kWait, 1);
   }
   for (size_t i = 0; i < pending.size(); ++i)
     if (pending[i]) e.Wait(0, static_cast<int32_t>(2 * i + 1));
   Optimizer(c, params, &e);
   FinishStep(&e);
-  const RankProgram rank = OneThread(std::move(e), 2, static_cast<int32_t>(2 * chunks));
+  RankProgram rank = OneThread(std::move(e), 2, static_cast<int32_t>(2 * chunks));
+  if (autograd) {
+    rank.threads.emplace_back().code = std::move(bwd.code);
+    rank.flags = 2;
+  }
   p->ranks.assign(static_cast<size_t>(s.parallel.tp), rank);
 }
 

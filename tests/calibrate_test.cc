@@ -69,8 +69,10 @@ TEST(Calibrate, ClockSubsetsSpanTheRange) {
 
 // On the RTX 3080 Ti the L2 benchmark draws its 350 W limit at 1815 MHz, and the controller keeps
 // moving the clock, which settles too late in a run sized by the pilot for two energy-counter
-// updates; the calibration runs longer instead of failing.
-TEST(Calibrate, RunsLongerWhenTheClockSettlesLate) {
+// updates; the calibration runs longer instead of failing. The profile marks where a benchmark ran
+// below the clock locked: L2 under its power limit, and every benchmark at 2100 MHz, above the
+// card's 1950 MHz boost ceiling; the idle benchmark at 1815 MHz ran as locked.
+TEST(Calibrate, RunsLongerWhenTheClockSettlesLateAndMarksThrottledClocks) {
   sim::SimBenchDevice device(*sim::FindDevice("3080ti"), 1);
   CalibrateOptions opt;
   opt.clocks_mhz = {1815, 2100};
@@ -78,6 +80,15 @@ TEST(Calibrate, RunsLongerWhenTheClockSettlesLate) {
   std::string err;
   ASSERT_TRUE(Calibrate(device, opt, &p, &err)) << err;
   EXPECT_GT(p.bench[kBenchL2].time_s[0], 0);
+  ASSERT_EQ(p.bench[kBenchL2].throttled_mhz.size(), 2u);
+  EXPECT_GT(p.bench[kBenchL2].throttled_mhz[0], 0);
+  EXPECT_LT(p.bench[kBenchL2].throttled_mhz[0], 1815);
+  for (int b = 0; b < kMicrobenches; ++b) {
+    ASSERT_EQ(p.bench[b].throttled_mhz.size(), 2u) << MicrobenchName(static_cast<Microbench>(b));
+    EXPECT_GT(p.bench[b].throttled_mhz[1], 0) << MicrobenchName(static_cast<Microbench>(b));
+    EXPECT_LE(p.bench[b].throttled_mhz[1], 1950) << MicrobenchName(static_cast<Microbench>(b));
+  }
+  EXPECT_EQ(p.bench[kBenchIdle].throttled_mhz[0], 0);
 }
 
 TEST(Calibrate, SimulatedA100GivesAUsableProfileAndResumes) {

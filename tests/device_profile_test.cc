@@ -28,6 +28,8 @@ TEST(DeviceProfile, SyntheticProfilePassesChecks) {
 TEST(DeviceProfile, JsonRoundTripIsExact) {
   DeviceProfile p = test::SyntheticProfile();
   p.bench[kBenchFp64].time_s[3] = 0.1 + 0.2;  // a double that needs all 17 digits
+  p.bench[kBenchHmma].throttled_mhz.assign(p.clocks_mhz.size(), 0);
+  p.bench[kBenchHmma].throttled_mhz.back() = 1350;  // held at 1350 MHz when locked at the top clock
   std::string err;
   DeviceProfile q;
   ASSERT_TRUE(ParseProfile("mem", ProfileJson(p), &q, &err)) << err;
@@ -72,6 +74,14 @@ TEST(DeviceProfile, ParseErrorsNameTheField) {
                    "field benchmarks.sfu.energy_j[5]");
   ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["sfu"]["time_s"][1] = "x"; },
                    "field benchmarks.sfu.time_s[1]");
+  ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["hmma"]["throttled_mhz"] = {0, 0, 1200}; },
+                   "field benchmarks.hmma.throttled_mhz: 3 values for 8 clocks");
+  ExpectParseError(
+      [](nlohmann::json& j) {
+        j["benchmarks"]["hmma"]["throttled_mhz"] = std::vector<double>(8, 0);
+        j["benchmarks"]["hmma"]["throttled_mhz"][7] = 1410;
+      },
+      "field benchmarks.hmma.throttled_mhz[7]: expected 0 or a clock below 1410 MHz");
 
   DeviceProfile out;
   std::string err;

@@ -148,6 +148,16 @@ int RunCalibrate(const CalibrateCliOptions& opt) {
   std::filesystem::remove(co.partial_path, ec);
   fmt::print("{}: {} microbenchmarks at {} clocks ({}..{} MHz) written to {}\n", profile.device, kMicrobenches,
              profile.clocks(), profile.clocks_mhz.front(), profile.clocks_mhz.back(), opt.out);
+  // The cells where the GPU held a lower clock than the one locked (its power limit): the profile
+  // keeps what it did there, as a pack at that setting would meet it, and marks them.
+  for (int b = 0; b < kMicrobenches; ++b) {
+    std::string held;
+    const std::vector<double>& t = profile.bench[b].throttled_mhz;
+    for (size_t c = 0; c < t.size(); ++c)
+      if (t[c] > 0) held += fmt::format("{}{} → {:.0f}", held.empty() ? "" : ", ", profile.clocks_mhz[c], t[c]);
+    if (!held.empty())
+      fmt::print("  {}: ran below the locked clock (MHz, locked → held): {}\n", MicrobenchName(static_cast<Microbench>(b)), held);
+  }
   return 0;
 }
 

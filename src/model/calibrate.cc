@@ -21,7 +21,7 @@ struct Sample {
 
 // The cells already measured, keyed [bench][clock index]; time 0 = not yet.
 struct Cells {
-  std::vector<double> time_s, energy_j;  // [bench * clocks + c]
+  std::vector<double> time_s, energy_j, throttled_mhz;  // [bench * clocks + c]
   std::vector<char> have_metrics;        // per bench
   std::vector<std::array<double, kMetrics>> metrics;
 };
@@ -64,6 +64,7 @@ bool ReadPartial(const std::string& path, const std::string& device, const std::
       const size_t at = static_cast<size_t>(b) * clocks.size() + static_cast<size_t>(it - clocks.begin());
       cells->time_s[at] = j.value("time_s", 0.0);
       cells->energy_j[at] = j.value("energy_j", 0.0);
+      cells->throttled_mhz[at] = j.value("throttled_mhz", 0.0);
     }
   }
   return true;
@@ -117,7 +118,7 @@ bool MeasureOnce(BenchDevice& dev, Microbench b, int mhz, int launches, const Ca
   }
   size_t landed = samples.size() - 1;
   while (landed > 0 && samples[landed - 1].mhz == samples.back().mhz) --landed;
-  *throttled_mhz = std::abs(samples.back().mhz - mhz) > 0.5 ? samples.back().mhz : 0;
+  *throttled_mhz = samples.back().mhz < mhz - 0.5 ? samples.back().mhz : 0;
   // Counter updates after the clock landed and before the last launch ended: (time, energy).
   const double end_ns = run.launch_end_ns.back();
   std::vector<std::pair<double, double>> edges;
@@ -206,6 +207,7 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
   Cells cells;
   cells.time_s.assign(kMicrobenches * nc, 0);
   cells.energy_j.assign(kMicrobenches * nc, 0);
+  cells.throttled_mhz.assign(kMicrobenches * nc, 0);
   cells.have_metrics.assign(kMicrobenches, 0);
   cells.metrics.assign(kMicrobenches, {});
   if (!opt.partial_path.empty()) {
@@ -273,6 +275,7 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
       }
       cells.time_s[at] = t;
       cells.energy_j[at] = e;
+      cells.throttled_mhz[at] = throttled;
       if (!Append(opt.partial_path,
                   {{"bench", MicrobenchName(b)},
                    {"mhz", clocks[c]},
@@ -295,7 +298,10 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
     for (size_t c = 0; c < nc; ++c) {
       p.bench[bi].time_s.push_back(cells.time_s[bi * nc + c]);
       p.bench[bi].energy_j.push_back(cells.energy_j[bi * nc + c]);
+      p.bench[bi].throttled_mhz.push_back(cells.throttled_mhz[bi * nc + c]);
     }
+    std::vector<double>& t = p.bench[bi].throttled_mhz;
+    if (std::all_of(t.begin(), t.end(), [](double x) { return x == 0; })) t.clear();  // none: empty
   }
   if (!CheckProfile(p, err)) return false;
   *out = std::move(p);

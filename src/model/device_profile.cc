@@ -1,6 +1,7 @@
 // device_profile.cc — device profiles: checks and JSON.
 #include "model/device_profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -45,6 +46,15 @@ bool CheckProfile(const DeviceProfile& p, std::string* err) {
         return fail(at + ".time_s[" + std::to_string(i) + "]: not a finite positive number");
       if (!std::isfinite(bench.energy_j[i]) || bench.energy_j[i] <= 0)
         return fail(at + ".energy_j[" + std::to_string(i) + "]: not a finite positive number");
+    }
+    if (!bench.throttled_mhz.empty() && bench.throttled_mhz.size() != p.clocks_mhz.size())
+      return fail(at + ".throttled_mhz: " + std::to_string(bench.throttled_mhz.size()) + " values for " +
+                  std::to_string(p.clocks()) + " clocks");
+    for (size_t i = 0; i < bench.throttled_mhz.size(); ++i) {
+      const double t = bench.throttled_mhz[i];
+      if (!std::isfinite(t) || t < 0 || t >= p.clocks_mhz[i])
+        return fail(at + ".throttled_mhz[" + std::to_string(i) + "]: expected 0 or a clock below " +
+                    std::to_string(p.clocks_mhz[i]) + " MHz");
     }
   }
   return true;
@@ -104,14 +114,18 @@ bool ParseProfile(const std::string& source, const std::string& text, DeviceProf
         return fail(at + ".metrics." + metric + ": expected a number");
       bench.metrics[m] = jb["metrics"][metric].get<double>();
     }
-    for (const char* key : {"time_s", "energy_j"}) {
+    for (const char* key : {"time_s", "energy_j", "throttled_mhz"}) {
+      const std::string k = key;
+      if (k == "throttled_mhz" && !jb.contains(key)) continue;  // optional: none throttled
       if (!jb.contains(key) || !jb[key].is_array()) return fail(at + "." + key + ": expected an array");
-      std::vector<double>& v = std::string(key) == "time_s" ? bench.time_s : bench.energy_j;
+      std::vector<double>& v = k == "time_s" ? bench.time_s : k == "energy_j" ? bench.energy_j : bench.throttled_mhz;
       for (size_t i = 0; i < jb[key].size(); ++i) {
         if (!jb[key][i].is_number()) return fail(at + "." + key + "[" + std::to_string(i) + "]: expected a number");
         v.push_back(jb[key][i].get<double>());
       }
     }
+    std::vector<double>& t = bench.throttled_mhz;
+    if (std::all_of(t.begin(), t.end(), [](double x) { return x == 0; })) t.clear();  // none: empty
   }
   std::string why;
   if (!CheckProfile(p, &why)) return fail(why);
@@ -141,8 +155,10 @@ std::string ProfileJson(const DeviceProfile& p) {
     const DeviceProfile::Bench& bench = p.bench[b];
     nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
     for (int m = 0; m < kMetrics; ++m) metrics[MetricName(static_cast<Metric>(m))] = bench.metrics[m];
-    benches[MicrobenchName(static_cast<Microbench>(b))] = {
-        {"metrics", metrics}, {"time_s", bench.time_s}, {"energy_j", bench.energy_j}};
+    nlohmann::ordered_json& jb = benches[MicrobenchName(static_cast<Microbench>(b))];
+    jb = {{"metrics", metrics}, {"time_s", bench.time_s}, {"energy_j", bench.energy_j}};
+    if (std::any_of(bench.throttled_mhz.begin(), bench.throttled_mhz.end(), [](double t) { return t > 0; }))
+      jb["throttled_mhz"] = bench.throttled_mhz;
   }
   j["benchmarks"] = benches;
   return j.dump(2);

@@ -26,6 +26,10 @@ struct DeviceProfile {
     std::array<double, kMetrics> metrics{};  // at the default clock
     std::vector<double> time_s;              // per clock of clocks_mhz
     std::vector<double> energy_j;            // per clock of clocks_mhz
+    // Per clock of clocks_mhz, the clock the GPU actually ran at when it was locked there and held
+    // a lower one (its power limit, or temperature), 0 where it ran as locked; empty: none did. The
+    // time and energy stay what the device did at that setting, as a pack there would meet it.
+    std::vector<double> throttled_mhz;
     bool operator==(const Bench&) const = default;
   };
   struct Provenance {
@@ -45,8 +49,9 @@ struct DeviceProfile {
 };
 
 // Whether a profile is usable: a device name; clocks positive and strictly ascending; the default
-// among them; for every benchmark, metrics finite and non-negative and a time and an energy per
-// clock, finite and positive. False with *err naming the field.
+// among them; for every benchmark, metrics finite and non-negative, a time and an energy per
+// clock, finite and positive, and throttled clocks (if any) one per clock, each 0 or below its
+// clock. False with *err naming the field.
 bool CheckProfile(const DeviceProfile& p, std::string* err);
 
 // JSON in and out. Errors name the source (a file) and the field. Parsing also runs CheckProfile.

@@ -74,8 +74,11 @@ TEST(DeviceProfile, ParseErrorsNameTheField) {
                    "field benchmarks.sfu.energy_j[5]");
   ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["sfu"]["time_s"][1] = "x"; },
                    "field benchmarks.sfu.time_s[1]");
-  ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["hmma"]["throttled_mhz"] = {0, 0, 1200}; },
-                   "field benchmarks.hmma.throttled_mhz: 3 values for 8 clocks");
+  ExpectParseError(
+      [](nlohmann::json& j) {
+        j["benchmarks"]["hmma"]["throttled_mhz"] = {0, 0, 1200};
+      },
+      "field benchmarks.hmma.throttled_mhz: 3 values for 8 clocks");
   ExpectParseError(
       [](nlohmann::json& j) {
         j["benchmarks"]["hmma"]["throttled_mhz"] = std::vector<double>(8, 0);

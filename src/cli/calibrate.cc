@@ -156,7 +156,8 @@ int RunCalibrate(const CalibrateCliOptions& opt) {
     for (size_t c = 0; c < t.size(); ++c)
       if (t[c] > 0) held += fmt::format("{}{} → {:.0f}", held.empty() ? "" : ", ", profile.clocks_mhz[c], t[c]);
     if (!held.empty())
-      fmt::print("  {}: ran below the locked clock (MHz, locked → held): {}\n", MicrobenchName(static_cast<Microbench>(b)), held);
+      fmt::print("  {}: ran below the locked clock (MHz, locked → held): {}\n",
+                 MicrobenchName(static_cast<Microbench>(b)), held);
   }
   return 0;
 }

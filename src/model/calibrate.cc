@@ -22,7 +22,7 @@ struct Sample {
 // The cells already measured, keyed [bench][clock index]; time 0 = not yet.
 struct Cells {
   std::vector<double> time_s, energy_j, throttled_mhz;  // [bench * clocks + c]
-  std::vector<char> have_metrics;        // per bench
+  std::vector<char> have_metrics;                       // per bench
   std::vector<std::array<double, kMetrics>> metrics;
 };
 

@@ -73,6 +73,22 @@ d, r = json.load(open('$tmp/ot-def.json')), json.load(open('$tmp/ot-run.json'))
 slow, save = r['iteration_ms'] / d['iteration_ms'] - 1, 1 - r['iteration_energy_j'] / d['iteration_energy_j']
 print(f'measured {slow:+.2%} time, {save:.2%} energy saved')
 sys.exit(0 if slow <= 0.055 and save > 0.03 else 1)"
+  # emo predict on the same measurements and the policy found: the same default run, and the
+  # policy's nominal landings (the search takes each at its worse end for time) no slower than
+  # the search predicted, saving within 1.5 points of it.
+  "$emo" predict "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --clock-mhz "$ot_clock" \
+    --profile "$workloads/../profiles/sim-a100.json" --policy "$tmp/ot-policy.json" --json >"$tmp/ot-predict.json" \
+    2>/dev/null
+  check "predict on a job's traces agrees with optimize --trace" python3 -c "
+import json, sys
+a, b = json.load(open('$tmp/ot-trace.json'))['predicted'], json.load(open('$tmp/ot-predict.json'))
+same = abs(a['default_iteration_ms'] / b['default']['iteration_ms'] - 1) < 1e-9
+sys.exit(0 if same and 0 < b['slowdown'] <= a['slowdown'] and abs(a['energy_saving'] - b['energy_saving']) < 0.015 else 1)"
+  "$emo" predict "$tmp/ot" --policy "$tmp/ot-policy.json" >/dev/null 2>"$tmp/err"
+  check "predict on traces without pack metrics says what it needs" bash -c "test $? -eq 1 && grep -q 'needs --packs' '$tmp/err'"
+  "$emo" predict "$tmp/ot" --workload "$workloads/tp2-gpt3-6.7b-a100.json" --policy "$tmp/ot-policy.json" \
+    >/dev/null 2>"$tmp/err"
+  check "predict takes a workload or traces, not both" bash -c "test $? -eq 1 && grep -q 'not both' '$tmp/err'"
   "$emo" optimize --trace "$tmp/ot" --budget 0.05 >/dev/null 2>"$tmp/err"
   check "optimize --trace without pack metrics says what it needs" bash -c "test $? -eq 1 && grep -q 'needs --packs' '$tmp/err'"
   "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --pack-ms 1 >/dev/null 2>"$tmp/err"

@@ -276,9 +276,17 @@ int main(int argc, char** argv) {
   emo::PredictOptions pred;
   CLI::App* pr = app.add_subcommand(
       "predict",
-      "Predict a policy's iteration time and energy on a simulated workload with the pack model, without "
-      "running it");
-  pr->add_option("--workload", pred.workload, "workload spec JSON")->required();
+      "Predict a policy's iteration time and energy with the pack model, without running it: on a simulated "
+      "workload, or on a real job's traces with their pack metrics (emo profile), power and clock (emo run "
+      "--measure)");
+  pr->add_option("--workload", pred.workload, "workload spec JSON (simulated)");
+  pr->add_option("traces", pred.traces, "or a real job's traces (files or directories, as emo optimize --trace)");
+  pr->add_option("--packs", pred.packs, "with traces: the packs' metrics (emo profile)");
+  pr->add_option("--power-w", pred.power_w, "with traces: each GPU's average power at default clocks, W")
+      ->delimiter(',');
+  pr->add_option("--clock-mhz", pred.clock_mhz, "with traces: each GPU's SM clock at default clocks, MHz")
+      ->delimiter(',');
+  pr->add_option("--pack-ms", pred.pack_ms, "with traces: longest pack, ms (as profiled)")->check(CLI::PositiveNumber);
   pr->add_option("--policy", pred.policy, "frequency policy JSON (as emo optimize writes)")->required();
   pr->add_option("--device", pred.device, "simulated device (default: the workload's)");
   pr->add_option("--profile", pred.profile, "device profile JSON (default: the shipped one)");

@@ -8,6 +8,7 @@
 
 #include "graph/replay.h"
 #include "model/pack_model.h"
+#include "trace/load.h"
 #include "util/file.h"
 
 namespace emo {
@@ -163,6 +164,43 @@ bool ReadPackMetrics(const std::string& path, const Packing& packing, PackProfil
     *err = path + ": " + e.what() + " (made by emo profile from this trace, with the same --pack-ms?)";
     return false;
   }
+  return true;
+}
+
+bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* err) {
+  if (in.packs.empty() || in.power_w.empty()) {
+    *err =
+        "a trace needs --packs (from emo profile) and --power-w (each GPU's average power at default clocks, from "
+        "emo run --measure)";
+    return false;
+  }
+  if (!in.clock_mhz.empty() && in.clock_mhz.size() != in.power_w.size()) {
+    *err = "--clock-mhz and --power-w give one value per GPU each";
+    return false;
+  }
+  for (double v : in.power_w)
+    if (!(v > 0)) {
+      *err = "--power-w: each GPU's average power must be positive";
+      return false;
+    }
+  for (double v : in.clock_mhz)
+    if (!(v > 0)) {
+      *err = "--clock-mhz: each GPU's clock must be positive (0 in busy_clock_mhz: never busy)";
+      return false;
+    }
+  DefaultRun run;
+  run.power_w = in.power_w;
+  for (double mhz : in.clock_mhz) run.clock_samples.push_back({{0.0, mhz}});
+  TracePipeline& t = *out;
+  if (!ExpandTracePaths(in.traces, &t.files, err) || !LoadTraces(t.files, &t.trace, err) ||
+      !GraphAndPacks(t.trace, in.pack_ms, &t.g, &t.report, &t.packing, err) ||
+      !ReadPackMetrics(in.packs, t.packing, &t.pp, err) ||
+      !(in.profile.empty() ? FindProfile("", t.trace.ranks[0].gpu_name, &t.profile, err)
+                           : LoadProfile(in.profile, &t.profile, err)) ||
+      !BuildPredictor(t.trace, t.g, t.packing, t.pp, t.profile, run, &t.predictor, &t.tables, err))
+    return false;
+  if (t.profile.device != t.trace.ranks[0].gpu_name)  // the user's choice, said aloud
+    t.note = in.profile + " is a profile of " + t.profile.device + ", the trace's GPU is " + t.trace.ranks[0].gpu_name;
   return true;
 }
 

@@ -50,6 +50,34 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
                     const DeviceProfile& profile, const DefaultRun& run, Predictor* predictor, PackTables* tables,
                     std::string* err);
 
+// A real job's measurements, as `emo optimize --trace` and `emo predict TRACE...` take them: its
+// traces (`emo trace`: files or directories), its packs' metrics (`emo profile`), and per GPU its
+// average power and the SM clock it ran at (`emo run --measure`) at default clocks.
+struct TraceInputs {
+  std::vector<std::string> traces;
+  std::string packs;
+  std::vector<double> power_w, clock_mhz;  // clock_mhz: empty, or one per GPU (0: never busy)
+  std::string profile;                     // "": the one found for the trace's GPU (FindProfile)
+  double pack_ms = 5;                      // the packing's Δmax, as the pack metrics were profiled
+};
+
+// Everything from those inputs to the prediction pass.
+struct TracePipeline {
+  std::vector<std::string> files;
+  Trace trace;
+  Graph g;
+  BuildReport report;
+  Packing packing;
+  PackProfile pp;
+  DeviceProfile profile;
+  Predictor predictor;
+  PackTables tables;
+  std::string note;  // a profile of another GPU than the trace's, used as given: said so here
+};
+// Loads and checks the inputs and builds the predictor; false with *err saying what is missing
+// or wrong (its options named as the commands spell them).
+bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* err);
+
 // The metrics file of `emo profile`: {"packs": [{"pack": P, "kernels": K, "metrics": {...}}], ...}.
 nlohmann::ordered_json PackMetricsJson(const PackProfile& pp, const Packing& packing, const Graph& g,
                                        const StringTable& names);

@@ -99,53 +99,25 @@ int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = n
     fmt::print(stderr, "emo optimize: {}\n", e);
     return 1;
   };
-  if (opt.packs.empty() || opt.power_w.empty())
-    return fail(
-        "--trace needs --packs (from emo profile) and --power-w (each GPU's average power at default "
-        "clocks, from emo run --measure)");
-  if (!opt.clock_mhz.empty() && opt.clock_mhz.size() != opt.power_w.size())
-    return fail("--clock-mhz and --power-w give one value per GPU each");
-  for (double v : opt.power_w)
-    if (!(v > 0)) return fail("--power-w: each GPU's average power must be positive");
-  for (double v : opt.clock_mhz)
-    if (!(v > 0)) return fail("--clock-mhz: each GPU's clock must be positive (0 in busy_clock_mhz: never busy)");
-  std::vector<std::string> files;
-  Trace trace;
-  Graph g;
-  BuildReport report;
-  Packing packing;
-  PackProfile pp;
-  DeviceProfile profile;
-  DefaultRun run;
-  run.power_w = opt.power_w;
-  for (double mhz : opt.clock_mhz) run.clock_samples.push_back({{0.0, mhz}});
-  Predictor predictor;
-  PackTables tables;
+  TracePipeline tp;
   std::string err;
-  if (!ExpandTracePaths(opt.traces, &files, &err) || !LoadTraces(files, &trace, &err) ||
-      !GraphAndPacks(trace, opt.pack_ms, &g, &report, &packing, &err) ||
-      !ReadPackMetrics(opt.packs, packing, &pp, &err) ||
-      !(opt.profile.empty() ? FindProfile("", trace.ranks[0].gpu_name, &profile, &err)
-                            : LoadProfile(opt.profile, &profile, &err)) ||
-      !BuildPredictor(trace, g, packing, pp, profile, run, &predictor, &tables, &err))
+  if (!BuildTracePipeline({opt.traces, opt.packs, opt.power_w, opt.clock_mhz, opt.profile, opt.pack_ms}, &tp, &err))
     return fail(err);
-  if (profile.device != trace.ranks[0].gpu_name)  // the user's choice, said aloud
-    fmt::print(stderr, "emo optimize: note: {} is a profile of {}, the trace's GPU is {}\n", opt.profile,
-               profile.device, trace.ranks[0].gpu_name);
-  const SearchOptions so = SearchOptionsOf(opt, g, predictor.gpus());
+  if (!tp.note.empty()) fmt::print(stderr, "emo optimize: note: {}\n", tp.note);
+  const SearchOptions so = SearchOptionsOf(opt, tp.g, tp.predictor.gpus());
   SearchResult sr;
-  if (!Search(predictor, so, &sr, &err)) return fail(err);
-  FrequencyPolicy policy = PolicyFromSchedule(sr.schedule, profile.clocks_mhz, so.dvfs_latency_ms);
-  fmt::print("{} on {} x {}, budget {:.1f} %{}\n", files[0], predictor.gpus(), profile.device, opt.budget * 100,
-             result ? "" : " (predicted only: run the policy with emo run --policy to measure)");
-  fmt::print("  {} nodes, {} kernels in {} packs ({} unique, metrics from {})\n", g.nodes(), pp.kernels_in_run,
-             packing.packs(), pp.packs.size(), opt.packs);
-  nlohmann::ordered_json j = {{"traces", files},
-                              {"device", profile.device},
-                              {"gpus", predictor.gpus()},
+  if (!Search(tp.predictor, so, &sr, &err)) return fail(err);
+  FrequencyPolicy policy = PolicyFromSchedule(sr.schedule, tp.profile.clocks_mhz, so.dvfs_latency_ms);
+  fmt::print("{} on {} x {}, budget {:.1f} %{}\n", tp.files[0], tp.predictor.gpus(), tp.profile.device,
+             opt.budget * 100, result ? "" : " (predicted only: run the policy with emo run --policy to measure)");
+  fmt::print("  {} nodes, {} kernels in {} packs ({} unique, metrics from {})\n", tp.g.nodes(), tp.pp.kernels_in_run,
+             tp.packing.packs(), tp.pp.packs.size(), opt.packs);
+  nlohmann::ordered_json j = {{"traces", tp.files},
+                              {"device", tp.profile.device},
+                              {"gpus", tp.predictor.gpus()},
                               {"budget", opt.budget},
-                              {"energy_scale", predictor.energy_scale()}};
-  if (!HandOver(opt, predictor, sr, &policy, &j["predicted"], &err)) return fail(err);
+                              {"energy_scale", tp.predictor.energy_scale()}};
+  if (!HandOver(opt, tp.predictor, sr, &policy, &j["predicted"], &err)) return fail(err);
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
   if (result) {
     *result = std::move(j);

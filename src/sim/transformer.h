@@ -174,6 +174,29 @@ void ZeroGrad(const Ctx& c, double params, Emitter* e);
 void Optimizer(const Ctx& c, double params, Emitter* e);
 // The loss read back by the host (loss.item()), which waits for the whole step.
 void FinishStep(Emitter* e);
+// PyTorch's autograd engine thread, when the spec asks for one (threads.autograd): a backward pass
+// emitted into on() between Begin() and End() runs there, handed over by host flags (the main
+// thread signals flag 0 and blocks on flag 1, which the autograd thread signals when the pass is
+// done). Without it, on() is the main thread and Begin() and End() emit nothing.
+struct AutogradThread {
+  bool enabled = false;
+  Emitter* main = nullptr;
+  Emitter thread;
+  Emitter& on() { return enabled ? thread : *main; }
+  void Begin() {
+    if (enabled) main->Flag(Op::kSignal, 0), thread.Flag(Op::kWait, 0);
+  }
+  void End() {
+    if (enabled) thread.Flag(Op::kSignal, 1), main->Flag(Op::kWait, 1);
+  }
+  // The thread and its two flags join the rank (after the main thread's OneThread).
+  void AddTo(RankProgram* rank) {
+    if (!enabled) return;
+    rank->threads.emplace_back().code = std::move(thread.code);
+    rank->flags = 2;
+  }
+};
+
 // An all-reduce group of ranks 0..n-1.
 Group AllRanks(int64_t n, const char* name);
 // A rank of one thread running `e`'s instructions.

@@ -17,12 +17,11 @@ void BuildDp(const Spec& s, const Naming& nm, Program* p) {
   if (reduce) p->groups.push_back(AllRanks(s.parallel.dp, "dp"));
 
   // The main thread runs the step; with threads.autograd, each micro-batch's backward pass runs on
-  // the autograd thread: the main thread signals flag 0 after the forward pass and waits on flag 1,
-  // which the autograd thread signals when the backward pass (and DDP's final wait for the
-  // all-reduces, the engine's end-of-backward callback) is done.
-  const bool autograd = s.threads.autograd;
-  Emitter e{{}, s.launch_gap_ns}, bwd{{}, s.launch_gap_ns};
-  Emitter& b = autograd ? bwd : e;
+  // the autograd thread, DDP's final wait for the all-reduces (the engine's end-of-backward
+  // callback) included.
+  Emitter e{{}, s.launch_gap_ns};
+  AutogradThread autograd{s.threads.autograd, &e, {{}, s.launch_gap_ns}};
+  Emitter& b = autograd.on();
   const double params = LocalParams(passes), B = static_cast<double>(s.model.dtype_bytes);
   auto forward = [&] {  // one micro-batch's forward pass
     for (const Phase& ph : passes.forward) {
@@ -74,7 +73,7 @@ void BuildDp(const Spec& s, const Naming& nm, Program* p) {
   for (int64_t mb = 0; mb < s.parallel.microbatches; ++mb) {
     const bool sync = reduce && mb == s.parallel.microbatches - 1;
     forward();
-    if (autograd) e.Flag(Op::kSignal, 0), b.Flag(Op::kWait, 0);
+    autograd.Begin();
     for (const Phase& ph : passes.backward)
       for (const std::vector<Step>* steps : {&ph.compute, &ph.overlap})
         for (const Step& st : *steps) {
@@ -88,15 +87,12 @@ void BuildDp(const Spec& s, const Naming& nm, Program* p) {
       b.Record(1, 1);
       b.Wait(0, 1);
     }
-    if (autograd) b.Flag(Op::kSignal, 1), e.Flag(Op::kWait, 1);
+    autograd.End();
   }
   Optimizer(c, params, &e);
   FinishStep(&e);
   RankProgram rank = OneThread(std::move(e), 2, 2);
-  if (autograd) {
-    rank.threads.emplace_back().code = std::move(bwd.code);
-    rank.flags = 2;
-  }
+  autograd.AddTo(&rank);
   p->ranks.assign(static_cast<size_t>(s.parallel.dp), rank);
 }
 

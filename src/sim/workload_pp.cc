@@ -88,20 +88,19 @@ void BuildPp(const Spec& s, const Naming& nm, Program* p) {
     const Passes passes =
         BuildPasses(c, static_cast<double>(s.model.batch), layers[static_cast<size_t>(st)], first, last);
     // With threads.autograd, each backward pass runs on the autograd thread while the main thread
-    // blocks in it (flags 0 and 1, as in kind dp); the schedule's p2p calls stay on the main thread.
-    const bool autograd = s.threads.autograd;
-    Emitter e{{}, s.launch_gap_ns}, bwd{{}, s.launch_gap_ns};
+    // blocks in it; the schedule's p2p calls stay on the main thread.
+    Emitter e{{}, s.launch_gap_ns};
+    AutogradThread autograd{s.threads.autograd, &e, {{}, s.launch_gap_ns}};
     auto pass = [&](const std::vector<Phase>& phases) {
       const int32_t range = &phases == &passes.forward ? kForward : kBackward;
-      const bool handed = autograd && range == kBackward;
-      Emitter& on = handed ? bwd : e;
       e.Range(true, range);
-      if (handed) e.Flag(Op::kSignal, 0), bwd.Flag(Op::kWait, 0);
+      if (range == kBackward) autograd.Begin();
+      Emitter& on = range == kBackward ? autograd.on() : e;
       for (const Phase& ph : phases) {
         on.Launch(0, ph.compute);
         on.Launch(0, ph.overlap);
       }
-      if (handed) bwd.Flag(Op::kSignal, 1), e.Flag(Op::kWait, 1);
+      if (range == kBackward) autograd.End();
       e.Range(false, range);
     };
     // One exchange with the previous (next) stage on its NCCL stream after the compute stream's
@@ -142,10 +141,7 @@ void BuildPp(const Spec& s, const Naming& nm, Program* p) {
       e.DeviceSync();
     }
     RankProgram rank = OneThread(std::move(e), 3, 1);
-    if (autograd) {
-      rank.threads.emplace_back().code = std::move(bwd.code);
-      rank.flags = 2;
-    }
+    autograd.AddTo(&rank);
     p->ranks.push_back(std::move(rank));
   }
 }

@@ -43,10 +43,9 @@ void BuildTp(const Spec& s, const Naming& nm, Program* p) {
   }
   if (s.parallel.tp > 1) p->groups.push_back(AllRanks(s.parallel.tp, "tp"));
 
-  // With threads.autograd, each micro-batch's backward pass runs on the autograd thread, handed
-  // over as in kind dp (flag 0 after the forward pass, flag 1 when the backward pass is done).
-  const bool autograd = s.threads.autograd;
-  Emitter e{{}, s.launch_gap_ns}, bwd{{}, s.launch_gap_ns};
+  // With threads.autograd, each micro-batch's backward pass runs on the autograd thread.
+  Emitter e{{}, s.launch_gap_ns};
+  AutogradThread autograd{s.threads.autograd, &e, {{}, s.launch_gap_ns}};
   const double params = LocalParams(passes[0]);
   ZeroGrad(c, params, &e);
   std::vector<bool> pending(static_cast<size_t>(chunks), false);
@@ -60,19 +59,16 @@ void BuildTp(const Spec& s, const Naming& nm, Program* p) {
   };
   for (int64_t mb = 0; mb < s.parallel.microbatches; ++mb) {
     run(&Passes::forward, &e);
-    if (autograd) e.Flag(Op::kSignal, 0), bwd.Flag(Op::kWait, 0);
-    run(&Passes::backward, autograd ? &bwd : &e);
-    if (autograd) bwd.Flag(Op::kSignal, 1), e.Flag(Op::kWait, 1);
+    autograd.Begin();
+    run(&Passes::backward, &autograd.on());
+    autograd.End();
   }
   for (size_t i = 0; i < pending.size(); ++i)
     if (pending[i]) e.Wait(0, static_cast<int32_t>(2 * i + 1));
   Optimizer(c, params, &e);
   FinishStep(&e);
   RankProgram rank = OneThread(std::move(e), 2, static_cast<int32_t>(2 * chunks));
-  if (autograd) {
-    rank.threads.emplace_back().code = std::move(bwd.code);
-    rank.flags = 2;
-  }
+  autograd.AddTo(&rank);
   p->ranks.assign(static_cast<size_t>(s.parallel.tp), rank);
 }
 

@@ -295,13 +295,13 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
   p.provenance = {opt.date, opt.command, "emo calibrate: microbenchmarks, energy counter, range counters"};
   for (int bi = 0; bi < kMicrobenches; ++bi) {
     p.bench[bi].metrics = cells.metrics[bi];
+    std::vector<double> throttled;
     for (size_t c = 0; c < nc; ++c) {
       p.bench[bi].time_s.push_back(cells.time_s[bi * nc + c]);
       p.bench[bi].energy_j.push_back(cells.energy_j[bi * nc + c]);
-      p.bench[bi].throttled_mhz.push_back(cells.throttled_mhz[bi * nc + c]);
+      throttled.push_back(cells.throttled_mhz[bi * nc + c]);
     }
-    std::vector<double>& t = p.bench[bi].throttled_mhz;
-    if (std::all_of(t.begin(), t.end(), [](double x) { return x == 0; })) t.clear();  // none: empty
+    p.bench[bi].SetThrottled(std::move(throttled));
   }
   if (!CheckProfile(p, err)) return false;
   *out = std::move(p);

@@ -15,6 +15,11 @@ int DeviceProfile::ClockIndex(int mhz) const {
   return -1;
 }
 
+void DeviceProfile::Bench::SetThrottled(std::vector<double> mhz) {
+  if (std::all_of(mhz.begin(), mhz.end(), [](double x) { return x == 0; })) mhz.clear();
+  throttled_mhz = std::move(mhz);
+}
+
 bool CheckProfile(const DeviceProfile& p, std::string* err) {
   auto fail = [&](const std::string& what) {
     *err = what;
@@ -114,18 +119,18 @@ bool ParseProfile(const std::string& source, const std::string& text, DeviceProf
         return fail(at + ".metrics." + metric + ": expected a number");
       bench.metrics[m] = jb["metrics"][metric].get<double>();
     }
+    std::vector<double> throttled;
     for (const char* key : {"time_s", "energy_j", "throttled_mhz"}) {
       const std::string k = key;
       if (k == "throttled_mhz" && !jb.contains(key)) continue;  // optional: none throttled
       if (!jb.contains(key) || !jb[key].is_array()) return fail(at + "." + key + ": expected an array");
-      std::vector<double>& v = k == "time_s" ? bench.time_s : k == "energy_j" ? bench.energy_j : bench.throttled_mhz;
+      std::vector<double>& v = k == "time_s" ? bench.time_s : k == "energy_j" ? bench.energy_j : throttled;
       for (size_t i = 0; i < jb[key].size(); ++i) {
         if (!jb[key][i].is_number()) return fail(at + "." + key + "[" + std::to_string(i) + "]: expected a number");
         v.push_back(jb[key][i].get<double>());
       }
     }
-    std::vector<double>& t = bench.throttled_mhz;
-    if (std::all_of(t.begin(), t.end(), [](double x) { return x == 0; })) t.clear();  // none: empty
+    bench.SetThrottled(std::move(throttled));
   }
   std::string why;
   if (!CheckProfile(p, &why)) return fail(why);
@@ -157,8 +162,7 @@ std::string ProfileJson(const DeviceProfile& p) {
     for (int m = 0; m < kMetrics; ++m) metrics[MetricName(static_cast<Metric>(m))] = bench.metrics[m];
     nlohmann::ordered_json& jb = benches[MicrobenchName(static_cast<Microbench>(b))];
     jb = {{"metrics", metrics}, {"time_s", bench.time_s}, {"energy_j", bench.energy_j}};
-    if (std::any_of(bench.throttled_mhz.begin(), bench.throttled_mhz.end(), [](double t) { return t > 0; }))
-      jb["throttled_mhz"] = bench.throttled_mhz;
+    if (!bench.throttled_mhz.empty()) jb["throttled_mhz"] = bench.throttled_mhz;
   }
   j["benchmarks"] = benches;
   return j.dump(2);

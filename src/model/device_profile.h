@@ -30,6 +30,8 @@ struct DeviceProfile {
     // a lower one (its power limit, or temperature), 0 where it ran as locked; empty: none did. The
     // time and energy stay what the device did at that setting, as a pack there would meet it.
     std::vector<double> throttled_mhz;
+    // Sets throttled_mhz, empty when no clock was throttled.
+    void SetThrottled(std::vector<double> mhz);
     bool operator==(const Bench&) const = default;
   };
   struct Provenance {

@@ -64,6 +64,8 @@ TEST(DeviceProfile, ParseErrorsNameTheField) {
   ExpectParseError([](nlohmann::json& j) { j["benchmarks"].erase("hmma"); }, "field benchmarks.hmma: missing");
   ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["tma"] = j["benchmarks"]["l2"]; },
                    "field benchmarks.tma: unknown");
+  ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["tm\na"] = j["benchmarks"]["l2"]; },
+                   R"(field benchmarks."tm\na": unknown)");  // a key with a newline, named on one line
   ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["l1"]["metrics"].erase("l2_bytes"); },
                    "field benchmarks.l1.metrics.l2_bytes");
   ExpectParseError([](nlohmann::json& j) { j["benchmarks"]["l1"]["metrics"]["inst_alu"] = -1; },

@@ -581,6 +581,8 @@ TEST(Workload, BadSpecsNameTheField) {
   with("negative poll period", "field threads.poll_ms: expected a non-negative number (got -100)", [](json& s) {
     s["kind"] = "dp", s["parallel"] = json::object(), s["threads"] = {{"poll_ms", -100}};
   });
+  // A key holding a newline (the workload-spec fuzzer's find) is named escaped: the error stays one line.
+  with("newline in a key", R"(field model."expert_f\n": unknown field)", [](json& s) { s["model"]["expert_f\n"] = 1; });
   with("misspelt thread", "field threads.loader: unknown field", [](json& s) {
     s["kind"] = "dp", s["parallel"] = json::object(), s["threads"] = {{"loader", 5}};
   });
@@ -889,6 +891,10 @@ TEST(Workload, BadPhasesFailNamingTheField) {
       {"unknown field", "field phases[1].seed: unknown field of a phase (workload, iterations)",
        [](json& s) { s["phases"][1]["seed"] = 1; }},
       {"unknown top field", "field repeat: unknown field of a phases spec", [](json& s) { s["repeat"] = true; }},
+      {"newline in a key", R"(field phases[1]."seed\n": unknown field of a phase)",
+       [](json& s) { s["phases"][1]["seed\n"] = 1; }},
+      {"newline in a top key", R"(field "repeat\n": unknown field of a phases spec)",
+       [](json& s) { s["repeat\n"] = true; }},
       {"bad phase", "field phases[1].workload: field model.hidden: expected a positive integer (got -1)",
        [](json& s) { s["phases"][1]["workload"]["model"]["hidden"] = -1; }},
       {"nested", "field phases[1].workload: a phase cannot have phases of its own",

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "util/field_name.h"
+
 namespace emo {
 
 int DeviceProfile::ClockIndex(int mhz) const {
@@ -104,7 +106,7 @@ bool ParseProfile(const std::string& source, const std::string& text, DeviceProf
   for (auto it = benches.begin(); it != benches.end(); ++it) {
     bool known = false;
     for (int b = 0; b < kMicrobenches; ++b) known = known || it.key() == MicrobenchName(static_cast<Microbench>(b));
-    if (!known) return fail("field benchmarks." + it.key() + ": unknown microbenchmark");
+    if (!known) return fail("field benchmarks." + FieldName(it.key()) + ": unknown microbenchmark");
   }
   for (int b = 0; b < kMicrobenches; ++b) {
     const std::string name = MicrobenchName(static_cast<Microbench>(b));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/device_spec.h"
+#include "util/field_name.h"
 
 namespace emo::sim::wl {
 namespace {
@@ -85,7 +86,7 @@ bool BuildPhases(const json& spec, const std::string& default_name, const BuildP
                  std::string* err) {
   for (const auto& [key, v] : spec.items())
     if (key != "kind" && key != "name" && key != "description" && key != "device" && key != "phases") {
-      *err = "field " + key + ": unknown field of a phases spec (kind, name, description, device, phases)";
+      *err = "field " + FieldName(key) + ": unknown field of a phases spec (kind, name, description, device, phases)";
       return false;
     }
   const DeviceSpec* device = nullptr;
@@ -118,7 +119,7 @@ bool BuildPhases(const json& spec, const std::string& default_name, const BuildP
     }
     for (const auto& [key, v] : ph.items())
       if (key != "workload" && key != "iterations") {
-        *err = field + "." + key + ": unknown field of a phase (workload, iterations)";
+        *err = field + "." + FieldName(key) + ": unknown field of a phase (workload, iterations)";
         return false;
       }
     const auto it = ph.find("iterations");

@@ -9,6 +9,8 @@
 #include <set>
 #include <utility>
 
+#include "util/field_name.h"
+
 namespace emo::sim::wl {
 namespace {
 
@@ -126,7 +128,7 @@ struct Fields {
   bool Finish() {
     if (obj == nullptr) return true;
     for (auto it = obj->begin(); it != obj->end(); ++it)
-      if (!known.count(it.key())) return Fail(it.key().c_str(), "unknown field");
+      if (!known.count(it.key())) return Fail(FieldName(it.key()).c_str(), "unknown field");
     return true;
   }
 };

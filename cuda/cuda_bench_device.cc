@@ -54,7 +54,8 @@ class CudaBenchDevice : public BenchDevice {
   bool Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
            const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) override {
     if (!Allocate(b, &buf_, err)) return false;
-    std::vector<cudaEvent_t> events(static_cast<size_t>(launches) + 1, nullptr);
+    // events[0]: the origin; events[2i + 1] and events[2i + 2]: before and after launch i.
+    std::vector<cudaEvent_t> events(2 * static_cast<size_t>(launches) + 1, nullptr);
     for (cudaEvent_t& e : events)
       if (!CudaOk(cudaEventCreate(&e), "cudaEventCreate", err)) return DestroyEvents(&events, false);
     start(gpu_);
@@ -72,9 +73,11 @@ class CudaBenchDevice : public BenchDevice {
         std::this_thread::sleep_for(std::chrono::duration<double, std::nano>(now + poll_ms * 1e6 - NowNs()));
       }
     });
-    for (int i = 0; i < launches; ++i) {
+    if (b == kBenchEmpty) LaunchGate(sms_, stream_);
+    for (size_t i = 0; i < static_cast<size_t>(launches); ++i) {
+      cudaEventRecord(events[2 * i + 1], stream_);
       Launch(b, sms_, buf_, stream_);
-      cudaEventRecord(events[static_cast<size_t>(i) + 1], stream_);
+      cudaEventRecord(events[2 * i + 2], stream_);
     }
     const cudaError_t synced = cudaEventSynchronize(events.back());
     finished = true;
@@ -87,13 +90,15 @@ class CudaBenchDevice : public BenchDevice {
       *err = "resetting the clock: " + reset_err;
       return DestroyEvents(&events, false);
     }
+    out->launch_start_ns.assign(static_cast<size_t>(launches), 0);
     out->launch_end_ns.assign(static_cast<size_t>(launches), 0);
-    for (int i = 0; i < launches; ++i) {
-      float ms = 0;
-      if (!CudaOk(cudaEventElapsedTime(&ms, events[0], events[static_cast<size_t>(i) + 1]), "cudaEventElapsedTime",
-                  err))
+    for (size_t i = 0; i < static_cast<size_t>(launches); ++i) {
+      float start_ms = 0, end_ms = 0;
+      if (!CudaOk(cudaEventElapsedTime(&start_ms, events[0], events[2 * i + 1]), "cudaEventElapsedTime", err) ||
+          !CudaOk(cudaEventElapsedTime(&end_ms, events[0], events[2 * i + 2]), "cudaEventElapsedTime", err))
         return DestroyEvents(&events, false);
-      out->launch_end_ns[static_cast<size_t>(i)] = origin_ns + ms * 1e6;
+      out->launch_start_ns[i] = origin_ns + start_ms * 1e6;
+      out->launch_end_ns[i] = origin_ns + end_ms * 1e6;
     }
     return DestroyEvents(&events, true);
   }

@@ -14,8 +14,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   int b = 0;
-  while (b < emo::kMicrobenches && std::strcmp(argv[1], kMicrobenchTable[b].name) != 0) ++b;
-  if (b == emo::kMicrobenches) {
+  while (b <= emo::kBenchEmpty && std::strcmp(argv[1], kMicrobenchTable[b].name) != 0) ++b;
+  if (b > emo::kBenchEmpty) {
     std::fprintf(stderr, "unknown microbenchmark '%s'\n", argv[1]);
     return 2;
   }

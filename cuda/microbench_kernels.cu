@@ -187,4 +187,10 @@ void Launch(Microbench b, int sms, const BenchBuffers& buf, cudaStream_t stream)
   }
 }
 
+void LaunchGate(int sms, cudaStream_t stream) {
+  const MicrobenchDef& d = kMicrobenchTable[kBenchEmpty];
+  Idle<<<sms, d.threads_per_block, 0, stream>>>(static_cast<int>(kEmptyGateS * 1e9 / d.sleep_ns),
+                                                static_cast<unsigned>(d.sleep_ns));
+}
+
 }  // namespace emo::cuda

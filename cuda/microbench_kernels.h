@@ -26,4 +26,7 @@ void Free(BenchBuffers* buf);
 // Enqueues one launch of benchmark b on `stream`: kMicrobenchTable[b]'s grid on `sms` SMs.
 void Launch(Microbench b, int sms, const BenchBuffers& buf, cudaStream_t stream);
 
+// Enqueues the gate of a run of empty kernels (kEmptyGateS): one warp per SM sleeping that long.
+void LaunchGate(int sms, cudaStream_t stream);
+
 }  // namespace emo::cuda

@@ -51,6 +51,10 @@ TEST(Microbench, SimulatedKernelsTakeAboutAMillisecondAndScaleAsTheirKind) {
   EXPECT_GT(slowdown(kBenchFp32Fma), 1.9);   // compute: time ~ 1/f
   EXPECT_LT(slowdown(kBenchDramRead), 1.3);  // memory: nearly flat
   EXPECT_LT(slowdown(kBenchIdle), 1.01);     // a sleep
+  // The empty kernel does nothing but its launch and drain: a few microseconds.
+  const double t_empty = sim::EvaluateKernel(a100, AsRun(a100, kBenchEmpty), a100.max_clock_mhz()).time_s;
+  EXPECT_GT(t_empty, 1e-6);
+  EXPECT_LT(t_empty, 1e-5);
 }
 
 TEST(Calibrate, ClockSubsetsSpanTheRange) {
@@ -106,7 +110,7 @@ TEST(Calibrate, SimulatedA100GivesAUsableProfileAndResumes) {
   std::string err;
   ASSERT_TRUE(Calibrate(device, opt, &p, &err)) << err;
   EXPECT_EQ(last_done, total);
-  EXPECT_EQ(total, kMicrobenches * 3);
+  EXPECT_EQ(total, kMicrobenches * 3 + 2);  // the 12 at each clock and their metrics, then the floor
   ASSERT_TRUE(CheckProfile(p, &err)) << err;
   EXPECT_EQ(p.device, a100.name);
   EXPECT_EQ(p.default_mhz, 1410);
@@ -129,6 +133,11 @@ TEST(Calibrate, SimulatedA100GivesAUsableProfileAndResumes) {
   EXPECT_NEAR(median, 1, 0.10);
   for (size_t i = 0; i < energy_ratios.size(); ++i)
     EXPECT_NEAR(energy_ratios[i] / median, 1, 0.03) << MicrobenchName(static_cast<Microbench>(i / 2)) << " " << i % 2;
+  // The kernel floor is the empty kernel's time, at each clock, through the events alone.
+  ASSERT_EQ(p.kernel_floor_s.size(), 2u);
+  for (int c = 0; c < 2; ++c)
+    EXPECT_NEAR(p.kernel_floor_s[c] / sim::EvaluateKernel(a100, AsRun(a100, kBenchEmpty), opt.clocks_mhz[c]).time_s, 1,
+                0.01);
   EXPECT_GT(p.bench[kBenchFp32Fma].metrics[kInstFma], 0);
   EXPECT_GT(p.bench[kBenchDramRead].metrics[kDramReadBytes], 0);
   EXPECT_GT(p.bench[kBenchHmma].metrics[kInstTensor], 0);
@@ -151,6 +160,10 @@ TEST(Calibrate, SimulatedA100GivesAUsableProfileAndResumes) {
   ASSERT_TRUE(Calibrate(device, opt, &resumed, &err)) << err;
   EXPECT_EQ(resumed.bench[kBenchIntAlu].metrics, p.bench[kBenchIntAlu].metrics);  // read back, not remeasured
   EXPECT_EQ(calls, total);
+  // A complete partial file is all read back, the floor too.
+  DeviceProfile again;
+  ASSERT_TRUE(Calibrate(device, opt, &again, &err)) << err;
+  EXPECT_EQ(ProfileJson(again), ProfileJson(resumed));
   // Another clock set is refused rather than mixed in.
   opt.clocks_mhz = {1005, 1410};
   EXPECT_FALSE(Calibrate(device, opt, &resumed, &err));

@@ -30,6 +30,7 @@ TEST(DeviceProfile, JsonRoundTripIsExact) {
   p.bench[kBenchFp64].time_s[3] = 0.1 + 0.2;  // a double that needs all 17 digits
   p.bench[kBenchHmma].throttled_mhz.assign(p.clocks_mhz.size(), 0);
   p.bench[kBenchHmma].throttled_mhz.back() = 1350;  // held at 1350 MHz when locked at the top clock
+  for (int f : p.clocks_mhz) p.kernel_floor_s.push_back(1e-6 + 420e-6 / f);
   std::string err;
   DeviceProfile q;
   ASSERT_TRUE(ParseProfile("mem", ProfileJson(p), &q, &err)) << err;
@@ -87,6 +88,18 @@ TEST(DeviceProfile, ParseErrorsNameTheField) {
         j["benchmarks"]["hmma"]["throttled_mhz"][7] = 1410;
       },
       "field benchmarks.hmma.throttled_mhz[7]: expected 0 or a clock below 1410 MHz");
+  ExpectParseError(
+      [](nlohmann::json& j) {
+        j["kernel_floor_s"] = {3e-6, 2e-6};
+      },
+      "field kernel_floor_s: 2 values for 8 clocks");
+  ExpectParseError(
+      [](nlohmann::json& j) {
+        j["kernel_floor_s"] = std::vector<double>(8, 2e-6);
+        j["kernel_floor_s"][4] = -1e-6;
+      },
+      "field kernel_floor_s[4]: not a finite non-negative number");
+  ExpectParseError([](nlohmann::json& j) { j["kernel_floor_s"] = "2us"; }, "field kernel_floor_s: expected an array");
 
   DeviceProfile out;
   std::string err;

@@ -110,6 +110,42 @@ TEST(PackModel, AnchorsToMeasuredTimeAndEnergy) {
   EXPECT_NEAR(dflt.fit.time_scale, 2, 1e-9);
 }
 
+// Every kernel pays the profile's kernel floor, which no metric shows and which scales as it was
+// measured to, not as the mix: a pack of 1000 kernels doing one FP32 FMA run's work takes that
+// run's time plus 1000 floors at every clock, and the floors draw the idle power.
+TEST(PackModel, KernelsPayTheFloorWhichScalesAsItDoes) {
+  DeviceProfile prof = test::SyntheticProfile();
+  auto floor_at = [](int mhz) { return 1e-6 + 420e-6 / mhz; };  // 3 µs at 210 MHz, 1.3 µs at 1410
+  for (int f : prof.clocks_mhz) prof.kernel_floor_s.push_back(floor_at(f));
+  PackModel model(prof);
+  PackMetrics m = Mix(prof, {{kBenchFp32Fma, 1}});
+  m.kernels = 1000;
+  const double t0 = test::SyntheticTime(kBenchFp32Fma, 1410) + 1000 * floor_at(1410);
+  Prediction p = Predict(model, m, {t0, 1410, 0});
+  EXPECT_NEAR(p.fit.floor_share, 1000 * floor_at(1410) / t0, 1e-12);
+  EXPECT_NEAR(p.fit.x[kBenchFp32Fma], 1, 1e-6);
+  for (int c = 0; c < model.clocks(); ++c) {
+    const int f = prof.clocks_mhz[c];
+    const double floors = 1000 * floor_at(f);
+    const double t = test::SyntheticTime(kBenchFp32Fma, f) + floors;
+    const double e = test::SyntheticTime(kBenchFp32Fma, f) * test::SyntheticPower(kBenchFp32Fma, f) +
+                     floors * test::SyntheticPower(kBenchIdle, f);
+    EXPECT_NEAR(p.time_s[c], t, 1e-9 * t) << f << " MHz";
+    EXPECT_NEAR(p.energy_j[c], e, 1e-9 * e) << f << " MHz";
+  }
+  // Without the floor the whole time would scale as FP32 FMA does: 6.4x at 210 MHz, not 3.9x.
+  PackModel without(test::SyntheticProfile());
+  Prediction q = Predict(without, m, {t0, 1410, 0});
+  EXPECT_NEAR(q.time_s[0] / t0, test::SyntheticTime(kBenchFp32Fma, 210) / test::SyntheticTime(kBenchFp32Fma, 1410),
+              1e-9);
+  EXPECT_LT(p.time_s[0], 0.8 * q.time_s[0]);
+  // Kernels measured shorter than their floors are all floor.
+  Prediction tiny = Predict(model, m, {500 * floor_at(1410), 1410, 0});
+  EXPECT_EQ(tiny.fit.floor_share, 1);
+  for (int c = 0; c < model.clocks(); ++c)
+    EXPECT_NEAR(tiny.time_s[c], 500 * floor_at(prof.clocks_mhz[c]), 1e-15) << prof.clocks_mhz[c] << " MHz";
+}
+
 TEST(PackModel, PackOutsideTheConeGetsNonNegativeFitAndResidual) {
   const DeviceProfile prof = test::SyntheticProfile();
   PackModel model(prof);

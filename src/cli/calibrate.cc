@@ -148,6 +148,9 @@ int RunCalibrate(const CalibrateCliOptions& opt) {
   std::filesystem::remove(co.partial_path, ec);
   fmt::print("{}: {} microbenchmarks at {} clocks ({}..{} MHz) written to {}\n", profile.device, kMicrobenches,
              profile.clocks(), profile.clocks_mhz.front(), profile.clocks_mhz.back(), opt.out);
+  fmt::print("  kernel floor (an empty kernel's time): {:.2f} us at {} MHz, {:.2f} us at {} MHz\n",
+             profile.kernel_floor_s.front() * 1e6, profile.clocks_mhz.front(), profile.kernel_floor_s.back() * 1e6,
+             profile.clocks_mhz.back());
   // The cells where the GPU held a lower clock than the one locked (its power limit): the profile
   // keeps what it did there, as a pack at that setting would meet it, and marks them.
   for (int b = 0; b < kMicrobenches; ++b) {

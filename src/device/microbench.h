@@ -33,6 +33,15 @@ enum Microbench : int {
   kMicrobenches
 };
 
+// Not a column of the model: an empty kernel (the idle benchmark's one warp per SM, no trips),
+// whose duration at each clock is the floor every kernel pays for its launch and drain, however
+// little it does (DeviceProfile::kernel_floor_s).
+inline constexpr Microbench kBenchEmpty = static_cast<Microbench>(kMicrobenches);
+// A run of empty kernels waits behind a gate: one warp per SM sleeping this long, during which the
+// host queues every launch and the clock lands. The kernels then run back to back, so that events
+// around each time the kernel and not the host's launch call. The gate is not one of the launches.
+inline constexpr double kEmptyGateS = 0.05;
+
 // One benchmark: a grid of blocks_per_sm blocks of threads_per_block threads on every SM, each
 // thread running `trips` trips of a loop whose body does the work below (per thread, per trip).
 // Tensor work counts FP16-equivalent FLOP (an INT8 op is half an FP16 FLOP's time on the tensor
@@ -49,7 +58,7 @@ struct MicrobenchDef {
 };
 
 // clang-format off
-inline constexpr MicrobenchDef kMicrobenchTable[kMicrobenches] = {
+inline constexpr MicrobenchDef kMicrobenchTable[kMicrobenches + 1] = {
   // id, name, what, threads/block, blocks/SM, trips; per thread-trip: int fp32 fp64 sfu lsu shared l1 l2 dramR dramW
   // tensor sleep_ns
   {kBenchIntAlu,    "int_alu",   "IADD3/LOP3 chains",   256,8, 1024,64, 0,   0,  0,  0,  0,  0,  0,  0,  0,  0,     0},
@@ -64,15 +73,16 @@ inline constexpr MicrobenchDef kMicrobenchTable[kMicrobenches] = {
   {kBenchHmma,      "hmma",      "8 HMMA.16816 per warp",256,8, 512, 0,  0,   0,  0,  0,  0,  0,  0,  0,  0,  1024,  0},
   {kBenchImma,      "imma",      "8 IMMA.16832 per warp",256,8, 512, 16, 0,   0,  0,  0,  0,  0,  0,  0,  0,  1024,  0},
   {kBenchIdle,      "idle",      "1 warp/SM __nanosleep",32, 1, 100, 0,  0,   0,  0,  0,  0,  0,  0,  0,  0,  0,  1e4},
+  {kBenchEmpty,     "empty",     "1 warp/SM, no trips", 32, 1, 0,   0,  0,   0,  0,  0,  0,  0,  0,  0,  0,  0,  1e4},
 };
 // clang-format on
 
-inline const char* MicrobenchName(Microbench b) { return b >= 0 && b < kMicrobenches ? kMicrobenchTable[b].name : "?"; }
+inline const char* MicrobenchName(Microbench b) { return b >= 0 && b <= kBenchEmpty ? kMicrobenchTable[b].name : "?"; }
 
-// A run of one microbenchmark, launched back to back: when each launch ended, on the device's
-// clock (ns), as CUDA events after every launch would say.
+// A run of one microbenchmark, launched back to back: when each launch started and ended, on the
+// device's clock (ns), as CUDA events before and after every launch would say.
 struct BenchRun {
-  std::vector<double> launch_end_ns;
+  std::vector<double> launch_start_ns, launch_end_ns;
 };
 
 // A device that runs microbenchmarks on its GPU 0 (the simulator, or CUDA beside NVML).
@@ -81,9 +91,9 @@ class BenchDevice {
   virtual ~BenchDevice() = default;
   virtual std::string Name() const = 0;
   virtual std::vector<int> SupportedClocks() const = 0;  // ascending; the last is the default
-  // Launches benchmark b `launches` times back to back. `start(gpus)` runs before the first launch
-  // (lock the clock there); `poll(gpus, now_ns)` every poll_ms of device time while the run lasts
-  // (read the energy counter and the clock there). The clock is reset after the run.
+  // Launches benchmark b (one of the 12, or kBenchEmpty) `launches` times back to back. `start(gpus)` runs before the
+  // first launch (lock the clock there); `poll(gpus, now_ns)` every poll_ms of device time while the run lasts (read
+  // the energy counter and the clock there). The clock is reset after the run.
   virtual bool Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
                    const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) = 0;
   // Range counters of a run of `launches` launches of b at the default clock (ranges by launch

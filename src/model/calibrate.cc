@@ -14,6 +14,7 @@ namespace {
 constexpr int kProfileLaunches = 12;     // a metrics run: launches 2..11 are profiled (the first warms up)
 constexpr double kSettleS = 0.03;        // beyond the 5-15 ms DVFS latency
 constexpr double kUpdateMarginS = 0.15;  // room for counter updates on both sides of the window
+constexpr int kFloorLaunches = 256;      // empty kernels per floor measurement
 
 struct Sample {
   double t_ns, energy_j, mhz;
@@ -22,6 +23,7 @@ struct Sample {
 // The cells already measured, keyed [bench][clock index]; time 0 = not yet.
 struct Cells {
   std::vector<double> time_s, energy_j, throttled_mhz;  // [bench * clocks + c]
+  std::vector<double> floor_s;                          // per clock; 0 = not yet
   std::vector<char> have_metrics;                       // per bench
   std::vector<std::array<double, kMetrics>> metrics;
 };
@@ -47,12 +49,15 @@ bool ReadPartial(const std::string& path, const std::string& device, const std::
     }
     const std::string name = j.value("bench", "");
     int b = 0;
-    while (b < kMicrobenches && name != MicrobenchName(static_cast<Microbench>(b))) ++b;
-    if (b == kMicrobenches) {
+    while (b <= kBenchEmpty && name != MicrobenchName(static_cast<Microbench>(b))) ++b;
+    if (b > kBenchEmpty) {
       *err = path + ":" + std::to_string(line_no) + ": unknown benchmark '" + name + "'";
       return false;
     }
-    if (j.contains("metrics")) {
+    if (b == kBenchEmpty) {
+      const auto it = std::find(clocks.begin(), clocks.end(), j.value("mhz", 0));
+      if (it != clocks.end()) cells->floor_s[static_cast<size_t>(it - clocks.begin())] = j.value("floor_s", 0.0);
+    } else if (j.contains("metrics")) {
       const std::vector<double> m = j["metrics"].get<std::vector<double>>();
       if (m.size() != kMetrics) continue;
       std::copy(m.begin(), m.end(), cells->metrics[b].begin());
@@ -147,6 +152,47 @@ bool MeasureOnce(BenchDevice& dev, Microbench b, int mhz, int launches, const Ca
   return true;
 }
 
+// The kernel floor at `mhz`: the duration of an empty kernel, run back to back behind its gate
+// (kEmptyGateS), as the interquartile mean over the launches (robust to a launch the host fed late
+// and to the events' resolution). False when the clock had not landed (taken the value it ran at
+// to the end: the clock locked, or the highest the device reaches) before the first launch.
+bool MeasureFloor(BenchDevice& dev, int mhz, double poll_ms, double* floor_s, std::string* err) {
+  std::vector<std::pair<double, double>> clock;  // (time ns, MHz) samples
+  std::string lock_err;
+  auto start = [&](GpuControl& gpus) {
+    if (!gpus.SetLockedClock(0, mhz, &lock_err)) lock_err = "locking " + std::to_string(mhz) + " MHz: " + lock_err;
+  };
+  auto poll = [&](GpuControl& gpus, double now) {
+    if (const std::optional<double> f = gpus.ClockMhz(0)) clock.push_back({now, *f});
+  };
+  BenchRun run;
+  if (!dev.Run(kBenchEmpty, kFloorLaunches, poll_ms, start, poll, &run, err)) return false;
+  const std::string what = "empty kernel at " + std::to_string(mhz) + " MHz: ";
+  if (!lock_err.empty()) {
+    *err = what + lock_err;
+    return false;
+  }
+  if (run.launch_start_ns.empty() || run.launch_start_ns.size() != run.launch_end_ns.size()) {
+    *err = what + "the run reported no launches";
+    return false;
+  }
+  const double first = run.launch_start_ns.front();
+  size_t at = 0;  // the last sample before the first launch started
+  while (at + 1 < clock.size() && clock[at + 1].first <= first) ++at;
+  if (clock.empty() || clock[at].first > first || clock[at].second != clock.back().second) {
+    *err = what + "the clock had not landed when the kernels started";
+    return false;
+  }
+  std::vector<double> d;
+  for (size_t i = 0; i < run.launch_end_ns.size(); ++i) d.push_back(run.launch_end_ns[i] - run.launch_start_ns[i]);
+  std::sort(d.begin(), d.end());
+  double sum = 0;
+  const size_t lo = d.size() / 4, hi = d.size() - d.size() / 4;
+  for (size_t i = lo; i < hi; ++i) sum += d[i];
+  *floor_s = std::max(sum / static_cast<double>(hi - lo), 0.0) * 1e-9;
+  return true;
+}
+
 }  // namespace
 
 std::vector<int> SpreadClocks(const std::vector<int>& supported, int n) {
@@ -210,12 +256,17 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
   cells.throttled_mhz.assign(kMicrobenches * nc, 0);
   cells.have_metrics.assign(kMicrobenches, 0);
   cells.metrics.assign(kMicrobenches, {});
+  cells.floor_s.assign(nc, 0);
   if (!opt.partial_path.empty()) {
     if (!ReadPartial(opt.partial_path, dev.Name(), clocks, &cells, err)) return false;
-    std::ifstream probe(opt.partial_path);
+    std::ifstream probe(opt.partial_path, std::ios::ate);
     if (!probe && !Append(opt.partial_path, {{"device", dev.Name()}, {"clocks_mhz", clocks}}, err)) return false;
+    // A last line cut short by an interruption is ended, so that the next one is not glued to it.
+    char last = '\n';
+    if (probe && probe.tellg() > 0 && probe.seekg(-1, std::ios::end)) probe.get(last);
+    if (last != '\n') std::ofstream(opt.partial_path, std::ios::app) << "\n";
   }
-  const int total = kMicrobenches * static_cast<int>(nc + 1);
+  const int total = kMicrobenches * static_cast<int>(nc + 1) + static_cast<int>(nc);
   int done = 0;
   ProfileCost cost;
   for (int bi = 0; bi < kMicrobenches; ++bi) {
@@ -288,6 +339,15 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
       if (opt.progress) opt.progress(++done, total);
     }
   }
+  for (size_t c = 0; c < nc; ++c) {
+    if (cells.floor_s[c] <= 0) {
+      if (!MeasureFloor(dev, clocks[c], opt.poll_ms, &cells.floor_s[c], err)) return false;
+      if (!Append(opt.partial_path,
+                  {{"bench", MicrobenchName(kBenchEmpty)}, {"mhz", clocks[c]}, {"floor_s", cells.floor_s[c]}}, err))
+        return false;
+    }
+    if (opt.progress) opt.progress(++done, total);
+  }
   DeviceProfile p;
   p.device = dev.Name();
   p.clocks_mhz = clocks;
@@ -303,6 +363,7 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
     }
     p.bench[bi].SetThrottled(std::move(throttled));
   }
+  p.kernel_floor_s = cells.floor_s;
   if (!CheckProfile(p, err)) return false;
   *out = std::move(p);
   return true;

@@ -10,6 +10,9 @@
 // launch ends inside that window; energy per launch P·t. Repeated (new runs) until the spread of
 // the energies is below `spread` or `max_repeats` runs; the mean is kept.
 //
+// The kernel floor (DeviceProfile::kernel_floor_s) at each clock: 256 empty kernels behind their
+// gate, each timed from its start to its end.
+//
 // Resumable: every finished measurement is appended to PROFILE.partial (JSON lines); a later run
 // with the same device and clocks skips what is there.
 #pragma once

@@ -64,6 +64,12 @@ bool CheckProfile(const DeviceProfile& p, std::string* err) {
                     std::to_string(p.clocks_mhz[i]) + " MHz");
     }
   }
+  if (!p.kernel_floor_s.empty() && p.kernel_floor_s.size() != p.clocks_mhz.size())
+    return fail("field kernel_floor_s: " + std::to_string(p.kernel_floor_s.size()) + " values for " +
+                std::to_string(p.clocks()) + " clocks");
+  for (size_t i = 0; i < p.kernel_floor_s.size(); ++i)
+    if (!std::isfinite(p.kernel_floor_s[i]) || p.kernel_floor_s[i] < 0)
+      return fail("field kernel_floor_s[" + std::to_string(i) + "]: not a finite non-negative number");
   return true;
 }
 
@@ -134,6 +140,14 @@ bool ParseProfile(const std::string& source, const std::string& text, DeviceProf
     }
     bench.SetThrottled(std::move(throttled));
   }
+  if (j.contains("kernel_floor_s")) {
+    const auto& jf = j["kernel_floor_s"];
+    if (!jf.is_array()) return fail("field kernel_floor_s: expected an array");
+    for (size_t i = 0; i < jf.size(); ++i) {
+      if (!jf[i].is_number()) return fail("field kernel_floor_s[" + std::to_string(i) + "]: expected a number");
+      p.kernel_floor_s.push_back(jf[i].get<double>());
+    }
+  }
   std::string why;
   if (!CheckProfile(p, &why)) return fail(why);
   *out = std::move(p);
@@ -167,6 +181,7 @@ std::string ProfileJson(const DeviceProfile& p) {
     if (!bench.throttled_mhz.empty()) jb["throttled_mhz"] = bench.throttled_mhz;
   }
   j["benchmarks"] = benches;
+  if (!p.kernel_floor_s.empty()) j["kernel_floor_s"] = p.kernel_floor_s;
   return j.dump(2);
 }
 

@@ -7,7 +7,8 @@
 //   {"device": "A100-SXM4-40GB", "clocks_mhz": [210, ..., 1410], "default_mhz": 1410,
 //    "provenance": {"date": "2025-01-31", "command": "emo calibrate ...", "source": "nvml+cupti"},
 //    "benchmarks": {"int_alu": {"metrics": {"sm_cycles_active": 1.2e6, ...every MetricName...},
-//                               "time_s": [one per clock], "energy_j": [one per clock]}, ...all 12...}}
+//                               "time_s": [one per clock], "energy_j": [one per clock]}, ...all 12...},
+//    "kernel_floor_s": [one per clock, optional]}
 #pragma once
 
 #include <array>
@@ -43,6 +44,9 @@ struct DeviceProfile {
   std::vector<int> clocks_mhz;  // ascending
   int default_mhz = 0;
   std::array<Bench, kMicrobenches> bench;
+  // Per clock of clocks_mhz, the duration of an empty kernel (kBenchEmpty): the launch and drain
+  // every kernel pays, which no metric shows. Empty: not measured (a profile from before it), 0.
+  std::vector<double> kernel_floor_s;
   Provenance provenance;
 
   int clocks() const { return static_cast<int>(clocks_mhz.size()); }
@@ -53,7 +57,7 @@ struct DeviceProfile {
 // Whether a profile is usable: a device name; clocks positive and strictly ascending; the default
 // among them; for every benchmark, metrics finite and non-negative, a time and an energy per
 // clock, finite and positive, and throttled clocks (if any) one per clock, each 0 or below its
-// clock. False with *err naming the field.
+// clock; the kernel floor, if any, one per clock, finite and non-negative. False with *err naming the field.
 bool CheckProfile(const DeviceProfile& p, std::string* err);
 
 // JSON in and out. Errors name the source (a file) and the field. Parsing also runs CheckProfile.

@@ -39,6 +39,8 @@ PackModel::PackModel(const DeviceProfile& profile)
   idle_power_w_.resize(nc);
   const DeviceProfile::Bench& idle = profile.bench[kBenchIdle];
   for (int c = 0; c < nc; ++c) idle_power_w_[c] = idle.energy_j[c] / idle.time_s[c];
+  floor_s_ = profile.kernel_floor_s;
+  floor_s_.resize(nc, 0);
   nnls_ = NnlsSolver(nr, kMicrobenches);
   rhs_.resize(nr);
   raw_t_.resize(nc);
@@ -96,22 +98,32 @@ bool PackModel::Predict(const PackMetrics& m, const PackObservation& obs, PackFi
       raw_e_[c] += xb * e[c];
     }
   }
+  // The floor's share of t0, and its time and energy at each clock.
+  const double floor_f0 = AtClock(clocks_mhz_, floor_s_.data(), f0);
+  fit->floor_share = floor_f0 > 0 ? std::min(1.0, static_cast<double>(m.kernels) * floor_f0 / obs.time_s) : 0;
+  const double floor_t0 = fit->floor_share * obs.time_s, body_t0 = obs.time_s - floor_t0;
+  for (int c = 0; c < nc; ++c) {
+    time_s[c] = floor_t0 > 0 ? floor_t0 * floor_s_[c] / floor_f0 : 0;
+    energy_j[c] = time_s[c] * idle_power_w_[c];
+  }
+  const double floor_e0 = floor_t0 * AtClock(clocks_mhz_, idle_power_w_.data(), f0);
+  const double body_e0 = obs.energy_j > 0 && body_t0 > 0 ? std::max(obs.energy_j - floor_e0, 0.0) : 0;  // 0: unknown
+
   const double t_f0 = AtClock(clocks_mhz_, raw_t_.data(), f0);
   if (t_f0 > 0) {
-    fit->time_scale = obs.time_s / t_f0;
-    fit->energy_scale = obs.energy_j > 0 ? obs.energy_j / AtClock(clocks_mhz_, raw_e_.data(), f0) : fit->time_scale;
+    fit->time_scale = body_t0 / t_f0;
+    fit->energy_scale = body_e0 > 0 ? body_e0 / AtClock(clocks_mhz_, raw_e_.data(), f0) : fit->time_scale;
     for (int c = 0; c < nc; ++c) {
-      time_s[c] = fit->time_scale * raw_t_[c];
-      energy_j[c] = fit->energy_scale * raw_e_[c];
+      time_s[c] += fit->time_scale * raw_t_[c];
+      energy_j[c] += fit->energy_scale * raw_e_[c];
     }
   } else {
     fit->anchored = false;
     fit->time_scale = 0;
-    fit->energy_scale =
-        obs.energy_j > 0 ? obs.energy_j / (AtClock(clocks_mhz_, idle_power_w_.data(), f0) * obs.time_s) : 1;
+    fit->energy_scale = body_e0 > 0 ? body_e0 / (AtClock(clocks_mhz_, idle_power_w_.data(), f0) * body_t0) : 1;
     for (int c = 0; c < nc; ++c) {
-      time_s[c] = obs.time_s;
-      energy_j[c] = fit->energy_scale * idle_power_w_[c] * obs.time_s;
+      time_s[c] += body_t0;
+      energy_j[c] += fit->energy_scale * idle_power_w_[c] * body_t0;
     }
   }
   return true;

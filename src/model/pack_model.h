@@ -10,13 +10,17 @@
 // explained by any mix and is left out of the fit. The residual reported is ‖B̃x − b̃‖ in these
 // scaled rows, and also relative to ‖b̃‖.
 //
-// The prediction. x_i counts runs of microbenchmark i, so the raw prediction is
-// t(f) = Σ x_i t_i(f) and e(f) = Σ x_i e_i(f). It is then anchored: every t(f) is multiplied by
-// t0 / t(f0), so that it equals the measured time t0 at the pack's clock f0 (f0 between two
-// profiled clocks: t(f0) interpolated linearly). Energy takes the same factor (the mix's power is
-// kept, only its duration is corrected) unless the pack's energy e0 at f0 was measured, in which
-// case energy is anchored on its own, by e0 / e(f0). A pack whose fit is empty (x = 0, e.g. b = 0)
-// has no shape to scale: its time is t0 at every clock and its energy idle power(f) × t0 (times
+// The prediction. Every kernel pays the device's kernel floor τ(f) (an empty kernel's duration,
+// DeviceProfile::kernel_floor_s; 0 when the profile has none), which no metric shows, so a pack of
+// K kernels measured t0 at its clock f0 is a floor share φ = min(1, K τ(f0) / t0) of its time that
+// scales as τ does and draws the idle power, and a body, (1 − φ) t0, that scales as its mix. x_i
+// counts runs of microbenchmark i, so the body's raw prediction is t(f) = Σ x_i t_i(f) and
+// e(f) = Σ x_i e_i(f). It is then anchored: every t(f) is multiplied by (1 − φ) t0 / t(f0), so that
+// the pack's time equals t0 at f0 (f0 between two profiled clocks: t(f0) interpolated linearly).
+// The body's energy takes the same factor (the mix's power is kept, only its duration is
+// corrected) unless the pack's energy e0 at f0 was measured, in which case it is anchored on its
+// own, to e0 less the floor's energy at f0. A pack whose fit is empty (x = 0, e.g. b = 0) has no
+// shape to scale: its body keeps (1 − φ) t0 at every clock and draws the idle power (times
 // e0 / (idle power(f0) × t0) when e0 is known), flagged anchored = false.
 #pragma once
 
@@ -43,8 +47,9 @@ struct PackFit {
   double rel_residual = 0;                // residual / ‖b̃‖ (0 when b̃ = 0)
   double time_scale = 1;                  // the anchoring factors applied to the raw mix
   double energy_scale = 1;
-  bool anchored = true;  // false: empty fit, time held at t0 (see above)
-  int iterations = 0;    // NNLS outer iterations
+  double floor_share = 0;  // φ: the share of t0 that is its kernels' floor
+  bool anchored = true;    // false: empty fit, time held at t0 (see above)
+  int iterations = 0;      // NNLS outer iterations
   bool converged = true;
 };
 
@@ -79,6 +84,7 @@ class PackModel {
   std::vector<double> b_matrix_;       // scaled B, rows × kMicrobenches, row-major
   std::vector<double> time_, energy_;  // [bench * clocks + clock]
   std::vector<double> idle_power_w_;
+  std::vector<double> floor_s_;  // the kernel floor per clock (zeros when the profile has none)
   NnlsSolver nnls_;
   std::vector<double> rhs_, raw_t_, raw_e_;
 };

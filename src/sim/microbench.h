@@ -1,4 +1,4 @@
-// microbench.h — the simulator's back end of the 12 microbenchmarks (device/microbench.h): each
+// microbench.h — the simulator's back end of the 12 microbenchmarks and the empty kernel (device/microbench.h): each
 // table row becomes a kernel whose hidden characteristics are the simulator's own, a program that
 // launches it back to back on one GPU, and SimBenchDevice, the BenchDevice that runs them.
 // Only code that hosts the simulator includes this.
@@ -18,7 +18,7 @@ namespace emo::sim {
 KernelTraits MicrobenchTraits(const DeviceSpec& spec, Microbench b);
 
 // One GPU, one thread: per iteration, `launches` launches of benchmark b on stream 0 (a short CPU
-// gap before each), then cudaStreamSynchronize.
+// gap before each; kBenchEmpty's behind its gate), then cudaStreamSynchronize.
 Program MicrobenchProgram(const DeviceSpec& spec, Microbench b, int launches);
 
 class SimBenchDevice : public BenchDevice {

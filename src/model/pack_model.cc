@@ -36,6 +36,24 @@ PackModel::PackModel(const DeviceProfile& profile)
       time_[static_cast<size_t>(b) * nc + c] = profile.bench[b].time_s[c];
       energy_[static_cast<size_t>(b) * nc + c] = profile.bench[b].energy_j[c];
     }
+  for (int b = 0; b < kMicrobenches; ++b) {
+    const DeviceProfile::Bench& bench = profile.bench[b];
+    std::vector<std::array<double, 3>> held;  // (MHz held, time, energy) per setting
+    for (int c = 0; c < nc; ++c) {
+      const bool throttled = !bench.throttled_mhz.empty() && bench.throttled_mhz[c] > 0;
+      held.push_back({throttled ? bench.throttled_mhz[c] : clocks_mhz_[c], bench.time_s[c], bench.energy_j[c]});
+    }
+    std::stable_sort(held.begin(), held.end(), [](const auto& a, const auto& z) { return a[0] < z[0]; });
+    for (size_t i = 0; i < held.size();) {  // settings that held the same clock: their mean
+      size_t j = i;
+      double t = 0, e = 0;
+      for (; j < held.size() && held[j][0] == held[i][0]; ++j) t += held[j][1], e += held[j][2];
+      held_mhz_[b].push_back(held[i][0]);
+      held_t_[b].push_back(t / static_cast<double>(j - i));
+      held_e_[b].push_back(e / static_cast<double>(j - i));
+      i = j;
+    }
+  }
   idle_power_w_.resize(nc);
   const DeviceProfile::Bench& idle = profile.bench[kBenchIdle];
   for (int c = 0; c < nc; ++c) idle_power_w_[c] = idle.energy_j[c] / idle.time_s[c];
@@ -62,19 +80,28 @@ double AtClock(const std::vector<int>& clocks_mhz, const double* table, double m
   return table[c] + w * (table[c + 1] - table[c]);
 }
 
+namespace {
+
+// Linear interpolation of v over ascending x at f, clamped to the ends.
+double Interpolate(const std::vector<double>& x, const std::vector<double>& v, double f) {
+  const auto above = std::upper_bound(x.begin(), x.end(), f);
+  if (above == x.begin()) return v.front();
+  if (above == x.end()) return v.back();
+  const size_t i = static_cast<size_t>(above - x.begin());
+  const double w = (f - x[i - 1]) / (x[i] - x[i - 1]);
+  return v[i - 1] + w * (v[i] - v[i - 1]);
+}
+
+}  // namespace
+
 bool PackModel::Predict(const PackMetrics& m, const PackObservation& obs, PackFit* fit, double* time_s,
                         double* energy_j, std::string* err) {
-  const int nc = clocks(), nr = fit_rows();
-  if (!(obs.time_s > 0) || !std::isfinite(obs.time_s)) {
-    *err = "measured time " + std::to_string(obs.time_s) + " s is not positive";
-    return false;
-  }
-  const double f0 = obs.mhz > 0 ? obs.mhz : default_mhz_;
-  if (f0 < clocks_mhz_.front() - 0.5 || f0 > clocks_mhz_.back() + 0.5) {
-    *err = "clock " + std::to_string(f0) + " MHz is outside the profiled " + std::to_string(clocks_mhz_.front()) + "-" +
-           std::to_string(clocks_mhz_.back()) + " MHz";
-    return false;
-  }
+  Fit(m, fit);
+  return Anchor(m.kernels, obs, fit, time_s, energy_j, err);
+}
+
+void PackModel::Fit(const PackMetrics& m, PackFit* fit) {
+  const int nr = fit_rows();
   *fit = PackFit();
   double b2 = 0;
   for (int r = 0; r < nr; ++r) {
@@ -86,7 +113,25 @@ bool PackModel::Predict(const PackMetrics& m, const PackObservation& obs, PackFi
   fit->rel_residual = b2 > 0 ? res.residual / std::sqrt(b2) : 0;
   fit->iterations = res.iterations;
   fit->converged = res.converged;
+}
 
+bool PackModel::Anchor(int64_t kernels, const PackObservation& obs, PackFit* fit, double* time_s, double* energy_j,
+                       std::string* err) {
+  const int nc = clocks();
+  if (!(obs.time_s > 0) || !std::isfinite(obs.time_s)) {
+    *err = "measured time " + std::to_string(obs.time_s) + " s is not positive";
+    return false;
+  }
+  const double f0 = obs.mhz > 0 ? obs.mhz : default_mhz_;
+  if (f0 < clocks_mhz_.front() - 0.5 || f0 > clocks_mhz_.back() + 0.5) {
+    *err = "clock " + std::to_string(f0) + " MHz is outside the profiled " + std::to_string(clocks_mhz_.front()) + "-" +
+           std::to_string(clocks_mhz_.back()) + " MHz";
+    return false;
+  }
+  fit->time_scale = fit->energy_scale = 1;
+  fit->anchored = true;
+  // The raw mix at every setting, and at f0 by the clocks the benchmarks held.
+  double t_f0 = 0, e_f0 = 0;
   for (int c = 0; c < nc; ++c) raw_t_[c] = raw_e_[c] = 0;
   for (int b = 0; b < kMicrobenches; ++b) {
     const double xb = fit->x[b];
@@ -97,10 +142,12 @@ bool PackModel::Predict(const PackMetrics& m, const PackObservation& obs, PackFi
       raw_t_[c] += xb * t[c];
       raw_e_[c] += xb * e[c];
     }
+    t_f0 += xb * Interpolate(held_mhz_[b], held_t_[b], f0);
+    e_f0 += xb * Interpolate(held_mhz_[b], held_e_[b], f0);
   }
   // The floor's share of t0, and its time and energy at each clock.
   const double floor_f0 = AtClock(clocks_mhz_, floor_s_.data(), f0);
-  fit->floor_share = floor_f0 > 0 ? std::min(1.0, static_cast<double>(m.kernels) * floor_f0 / obs.time_s) : 0;
+  fit->floor_share = floor_f0 > 0 ? std::min(1.0, static_cast<double>(kernels) * floor_f0 / obs.time_s) : 0;
   const double floor_t0 = fit->floor_share * obs.time_s, body_t0 = obs.time_s - floor_t0;
   for (int c = 0; c < nc; ++c) {
     time_s[c] = floor_t0 > 0 ? floor_t0 * floor_s_[c] / floor_f0 : 0;
@@ -109,10 +156,10 @@ bool PackModel::Predict(const PackMetrics& m, const PackObservation& obs, PackFi
   const double floor_e0 = floor_t0 * AtClock(clocks_mhz_, idle_power_w_.data(), f0);
   const double body_e0 = obs.energy_j > 0 && body_t0 > 0 ? std::max(obs.energy_j - floor_e0, 0.0) : 0;  // 0: unknown
 
-  const double t_f0 = AtClock(clocks_mhz_, raw_t_.data(), f0);
   if (t_f0 > 0) {
     fit->time_scale = body_t0 / t_f0;
-    fit->energy_scale = body_e0 > 0 ? body_e0 / AtClock(clocks_mhz_, raw_e_.data(), f0) : fit->time_scale;
+    fit->energy_scale = body_e0 > 0 ? body_e0 / e_f0 : fit->time_scale;
+    fit->energy_f0 = floor_e0 + fit->energy_scale * e_f0;
     for (int c = 0; c < nc; ++c) {
       time_s[c] += fit->time_scale * raw_t_[c];
       energy_j[c] += fit->energy_scale * raw_e_[c];
@@ -121,6 +168,7 @@ bool PackModel::Predict(const PackMetrics& m, const PackObservation& obs, PackFi
     fit->anchored = false;
     fit->time_scale = 0;
     fit->energy_scale = body_e0 > 0 ? body_e0 / (AtClock(clocks_mhz_, idle_power_w_.data(), f0) * body_t0) : 1;
+    fit->energy_f0 = floor_e0 + fit->energy_scale * AtClock(clocks_mhz_, idle_power_w_.data(), f0) * body_t0;
     for (int c = 0; c < nc; ++c) {
       time_s[c] += body_t0;
       energy_j[c] += fit->energy_scale * idle_power_w_[c] * body_t0;

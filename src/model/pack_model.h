@@ -22,6 +22,13 @@
 // own, to e0 less the floor's energy at f0. A pack whose fit is empty (x = 0, e.g. b = 0) has no
 // shape to scale: its body keeps (1 − φ) t0 at every clock and draws the idle power (times
 // e0 / (idle power(f0) × t0) when e0 is known), flagged anchored = false.
+//
+// f0 is the clock the pack ran at (the device's clock readings), while the tables are by the clock
+// locked: where a benchmark was throttled at a setting (DeviceProfile::Bench::throttled_mhz), its
+// time there belongs to the lower clock it held. So the anchor, t(f0) and e(f0), reads each
+// benchmark's time and energy by the clock it actually ran at (its unthrottled cells and its
+// throttled ones at their held clock, linear between them); the tables predicted stay by setting,
+// as a policy locks them.
 #pragma once
 
 #include <array>
@@ -48,6 +55,7 @@ struct PackFit {
   double time_scale = 1;                  // the anchoring factors applied to the raw mix
   double energy_scale = 1;
   double floor_share = 0;  // φ: the share of t0 that is its kernels' floor
+  double energy_f0 = 0;    // the predicted energy at f0 (the measured one when given)
   bool anchored = true;    // false: empty fit, time held at t0 (see above)
   int iterations = 0;      // NNLS outer iterations
   bool converged = true;
@@ -72,6 +80,12 @@ class PackModel {
   // per thread.
   bool Predict(const PackMetrics& m, const PackObservation& obs, PackFit* fit, double* time_s, double* energy_j,
                std::string* err);
+  // The two halves of Predict: the NNLS fit of m into *fit (x, residuals), and the anchoring of
+  // fit->x, for a pack of `kernels` kernels, to an observation. A pack that repeats a fitted one
+  // takes its mix and is anchored to its own observation.
+  void Fit(const PackMetrics& m, PackFit* fit);
+  bool Anchor(int64_t kernels, const PackObservation& obs, PackFit* fit, double* time_s, double* energy_j,
+              std::string* err);
 
  private:
   // The fitted row r of b (unscaled): metric rows_[r], warp-cycles for warps per active cycle.
@@ -83,6 +97,8 @@ class PackModel {
   std::vector<double> row_scale_;      // 1 / norm of the row over the microbenchmarks
   std::vector<double> b_matrix_;       // scaled B, rows × kMicrobenches, row-major
   std::vector<double> time_, energy_;  // [bench * clocks + clock]
+  // Per benchmark, by the clock it actually ran at (ascending, one entry per clock): MHz, time, energy.
+  std::array<std::vector<double>, kMicrobenches> held_mhz_, held_t_, held_e_;
   std::vector<double> idle_power_w_;
   std::vector<double> floor_s_;  // the kernel floor per clock (zeros when the profile has none)
   NnlsSolver nnls_;

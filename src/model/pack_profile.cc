@@ -105,21 +105,6 @@ std::vector<double> PackClocks(const Packing& packing,
   return mhz;
 }
 
-namespace {
-
-// A per-clock table row at mhz, linear between clocks, clamped to the ends.
-double At(const double* row, const std::vector<int>& clocks, double mhz) {
-  const size_t n = clocks.size();
-  if (mhz <= clocks.front()) return row[0];
-  if (mhz >= clocks.back()) return row[n - 1];
-  size_t i = 1;
-  while (clocks[i] < mhz) ++i;
-  const double w = (mhz - clocks[i - 1]) / (clocks[i] - clocks[i - 1]);
-  return row[i - 1] + w * (row[i] - row[i - 1]);
-}
-
-}  // namespace
-
 bool PackTimeEnergy(PackModel& model, const Packing& packing, const PackProfile& profile,
                     const std::vector<double>& pack_mhz, std::vector<double>* time_s, std::vector<double>* energy_j,
                     PackTables* tables, std::string* err) {
@@ -136,6 +121,7 @@ bool PackTimeEnergy(PackModel& model, const Packing& packing, const PackProfile&
   const size_t nc = clocks.size();
   time_s->assign(packing.packs() * nc, 0);
   energy_j->assign(packing.packs() * nc, 0);
+  PackFit fit;
   for (size_t p = 0; p < packing.packs(); ++p) {
     const auto it = row.find(packing.unique[p]);
     if (it == row.end()) {
@@ -143,16 +129,18 @@ bool PackTimeEnergy(PackModel& model, const Packing& packing, const PackProfile&
              ", which was not profiled";
       return false;
     }
-    const double* t = &tables->time_s[it->second * nc];
-    const double* e = &tables->energy_j[it->second * nc];
-    const double f = pack_mhz[p];
-    // The shape's time at the clock this pack ran, scaled to its own busy time.
-    const double scale = std::max(packing.busy_ns[p], 1.0) * 1e-9 / At(t, clocks, f);
-    for (size_t c = 0; c < nc; ++c) {
-      const double fc = std::min<double>(clocks[c], f);
-      (*time_s)[p * nc + c] = At(t, clocks, fc) * scale;
-      (*energy_j)[p * nc + c] = At(e, clocks, fc) * scale;
+    // The profiled pack's mix, anchored to this pack's own busy time and clock.
+    std::copy_n(&tables->x[it->second * kMicrobenches], kMicrobenches, fit.x.begin());
+    const PackObservation own = {std::max(packing.busy_ns[p], 1.0) * 1e-9, pack_mhz[p], 0};
+    double* t = &(*time_s)[p * nc];
+    double* e = &(*energy_j)[p * nc];
+    std::string why;
+    if (!model.Anchor(profile.metrics[it->second].kernels, own, &fit, t, e, &why)) {
+      *err = "pack " + std::to_string(p) + ": " + why;
+      return false;
     }
+    for (size_t c = 0; c < nc; ++c)
+      if (clocks[c] > own.mhz + 0.5) t[c] = own.time_s, e[c] = fit.energy_f0;
   }
   return true;
 }

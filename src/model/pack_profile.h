@@ -46,10 +46,11 @@ std::vector<double> PackClocks(const Packing& packing,
 
 // Time (s) and energy (J) of every pack at every clock of the model, [pack * clocks + clock].
 // Profiled packs are predicted by the model from their metrics, anchored to their measured busy
-// time at the clock they ran at (pack_mhz); every other pack takes the shape of the profiled pack
-// it repeats, anchored to its own busy time and clock. A clock above the one a pack ran at is
-// taken to change nothing: the pack ran below the requested default because the power limit held
-// it there, and it would again. `tables` receives the model's output for the profiled packs (for
+// time at the clock they ran at (pack_mhz); every other pack takes the mix of the profiled pack
+// it repeats, anchored to its own busy time and clock (PackModel::Anchor). A clock above the one a
+// pack ran at is taken to change nothing (its busy time, and the energy predicted at its clock):
+// the pack ran below the requested default because the power limit held it there, and it would
+// again. `tables` receives the model's output for the profiled packs (for
 // reports: residuals, mixes).
 bool PackTimeEnergy(PackModel& model, const Packing& packing, const PackProfile& profile,
                     const std::vector<double>& pack_mhz, std::vector<double>* time_s, std::vector<double>* energy_j,

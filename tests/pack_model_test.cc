@@ -146,6 +146,31 @@ TEST(PackModel, KernelsPayTheFloorWhichScalesAsItDoes) {
     EXPECT_NEAR(tiny.time_s[c], 500 * floor_at(prof.clocks_mhz[c]), 1e-15) << prof.clocks_mhz[c] << " MHz";
 }
 
+// The anchor reads a benchmark at the clock it held. Here the HMMA benchmark was power-throttled
+// to 1200 MHz when locked at 1305 and 1410 MHz, while a pack of one HMMA run's work (a cooler one)
+// ran at 1305 MHz: anchored to the table by setting, its 1305 MHz would read the benchmark's
+// 1200 MHz time and every lower clock would look 8 % faster than it is. Above the highest clock
+// the benchmark held, its trend continues (a power law over 1050-1200 MHz, 0.03 % off here).
+TEST(PackModel, AnchorsAtTheClockTheBenchmarksHeld) {
+  DeviceProfile prof = test::SyntheticProfile();
+  DeviceProfile::Bench& hmma = prof.bench[kBenchHmma];
+  std::vector<double> held(prof.clocks_mhz.size(), 0);
+  for (int c : {6, 7}) {  // 1305 and 1410 MHz
+    held[c] = 1200;
+    hmma.time_s[c] = test::SyntheticTime(kBenchHmma, 1200);
+    hmma.energy_j[c] = hmma.time_s[c] * test::SyntheticPower(kBenchHmma, 1200);
+  }
+  hmma.SetThrottled(held);
+  PackModel model(prof);
+  const double t0 = test::SyntheticTime(kBenchHmma, 1305);
+  Prediction p = Predict(model, Mix(prof, {{kBenchHmma, 1}}), {t0, 1305, 0});
+  EXPECT_NEAR(p.fit.x[kBenchHmma], 1, 1e-6);
+  for (int c = 0; c < 6; ++c) {  // the settings the benchmark held
+    const double want = test::SyntheticTime(kBenchHmma, prof.clocks_mhz[c]);
+    EXPECT_NEAR(p.time_s[c] / want, 1, 1e-3) << prof.clocks_mhz[c] << " MHz";
+  }
+}
+
 TEST(PackModel, PackOutsideTheConeGetsNonNegativeFitAndResidual) {
   const DeviceProfile prof = test::SyntheticProfile();
   PackModel model(prof);

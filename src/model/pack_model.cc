@@ -82,11 +82,19 @@ double AtClock(const std::vector<int>& clocks_mhz, const double* table, double m
 
 namespace {
 
-// Linear interpolation of v over ascending x at f, clamped to the ends.
-double Interpolate(const std::vector<double>& x, const std::vector<double>& v, double f) {
+// A benchmark's held-clock table v over ascending clocks x at f: linear between clocks; below the
+// lowest, its value; above the highest (a pack that ran faster than the benchmark could under its
+// power limit), the trend of the top tenth of the range continued as a power law.
+double AtHeldClock(const std::vector<double>& x, const std::vector<double>& v, double f) {
   const auto above = std::upper_bound(x.begin(), x.end(), f);
   if (above == x.begin()) return v.front();
-  if (above == x.end()) return v.back();
+  if (above == x.end()) {
+    size_t i = x.size() - 1;
+    while (i > 0 && x[i] > 0.9 * x.back()) --i;
+    if (i == x.size() - 1 || !(v[i] > 0) || !(v.back() > 0)) return v.back();
+    const double slope = std::log(v.back() / v[i]) / std::log(x.back() / x[i]);
+    return v.back() * std::pow(f / x.back(), slope);
+  }
   const size_t i = static_cast<size_t>(above - x.begin());
   const double w = (f - x[i - 1]) / (x[i] - x[i - 1]);
   return v[i - 1] + w * (v[i] - v[i - 1]);
@@ -142,8 +150,8 @@ bool PackModel::Anchor(int64_t kernels, const PackObservation& obs, PackFit* fit
       raw_t_[c] += xb * t[c];
       raw_e_[c] += xb * e[c];
     }
-    t_f0 += xb * Interpolate(held_mhz_[b], held_t_[b], f0);
-    e_f0 += xb * Interpolate(held_mhz_[b], held_e_[b], f0);
+    t_f0 += xb * AtHeldClock(held_mhz_[b], held_t_[b], f0);
+    e_f0 += xb * AtHeldClock(held_mhz_[b], held_e_[b], f0);
   }
   // The floor's share of t0, and its time and energy at each clock.
   const double floor_f0 = AtClock(clocks_mhz_, floor_s_.data(), f0);

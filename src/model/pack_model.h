@@ -27,8 +27,10 @@
 // locked: where a benchmark was throttled at a setting (DeviceProfile::Bench::throttled_mhz), its
 // time there belongs to the lower clock it held. So the anchor, t(f0) and e(f0), reads each
 // benchmark's time and energy by the clock it actually ran at (its unthrottled cells and its
-// throttled ones at their held clock, linear between them); the tables predicted stay by setting,
-// as a policy locks them.
+// throttled ones at their held clock, linear between them, and above the highest clock it held,
+// its trend over the top tenth of its range continued as a power law: a pack may run faster than
+// the benchmark could under the power limit); the tables predicted stay by setting, as a policy
+// locks them.
 #pragma once
 
 #include <array>

@@ -103,6 +103,44 @@ class CudaBenchDevice : public BenchDevice {
     return DestroyEvents(&events, true);
   }
 
+  bool RunJob(const MixJob& job, int iterations, double poll_ms, const std::function<void(GpuControl&)>& start,
+              const std::function<void(GpuControl&, double now_ns)>& poll, JobRun* out, std::string* err) override {
+    for (const auto& [b, count] : job.launches)
+      if (!Allocate(b, &buf_, err)) return false;
+    cudaEvent_t done = nullptr;
+    if (!CudaOk(cudaEventCreate(&done), "cudaEventCreate", err)) return false;
+    start(gpu_);
+    std::atomic<bool> finished{false};
+    std::thread poller([&] {  // as in Run: telemetry on a thread of its own
+      while (!finished.load()) {
+        const double now = NowNs();
+        poll(gpu_, now);
+        std::this_thread::sleep_for(std::chrono::duration<double, std::nano>(now + poll_ms * 1e6 - NowNs()));
+      }
+    });
+    out->iteration_end_ns.clear();
+    cudaError_t rc = cudaSuccess;
+    for (int it = 0; it < iterations && rc == cudaSuccess; ++it) {
+      for (const auto& [b, count] : job.launches)
+        for (int i = 0; i < count; ++i) Launch(b, sms_, buf_, stream_);
+      cudaEventRecord(done, stream_);
+      rc = cudaEventSynchronize(done);
+      if (job.host_gap_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(job.host_gap_ms));
+      out->iteration_end_ns.push_back(NowNs());
+    }
+    finished = true;
+    poller.join();
+    cudaEventDestroy(done);
+    std::string reset_err;
+    const bool reset = gpu_.ResetClock(0, &reset_err);
+    if (!CudaOk(rc, "cudaEventSynchronize", err) || !CudaOk(cudaGetLastError(), "a job's kernels", err)) return false;
+    if (!reset) {
+      *err = "resetting the clock: " + reset_err;
+      return false;
+    }
+    return true;
+  }
+
   // Range profiling of `launches` launches of b: one CUPTI user range per KernelRange, the whole
   // launch sequence replayed once per pass (user replay), at the default clock.
   bool Profile(Microbench b, int launches, const std::vector<KernelRange>& ranges, std::vector<PackMetrics>* out,

@@ -57,6 +57,28 @@ TEST(Microbench, SimulatedKernelsTakeAboutAMillisecondAndScaleAsTheirKind) {
   EXPECT_LT(t_empty, 1e-5);
 }
 
+// A kernel-mix job (what `emo gpoeo train --corpus mix` runs): each iteration is its kernels back
+// to back and then the host gap, and the polls see the run as it goes.
+TEST(Microbench, SimulatedJobRunsItsKernelsThenItsHostGap) {
+  const sim::DeviceSpec& a100 = *sim::FindDevice("a100");
+  sim::SimBenchDevice device(a100, 3);
+  MixJob job;
+  job.launches = {{kBenchFp32Fma, 10}, {kBenchDramRead, 5}};
+  job.host_gap_ms = 20;
+  int polls = 0;
+  JobRun run;
+  std::string err;
+  ASSERT_TRUE(device.RunJob(
+      job, 4, 5, [](GpuControl&) {}, [&](GpuControl&, double) { ++polls; }, &run, &err))
+      << err;
+  ASSERT_EQ(run.iteration_end_ns.size(), 4u);
+  const double kernels_s = 10 * sim::EvaluateKernel(a100, AsRun(a100, kBenchFp32Fma), a100.max_clock_mhz()).time_s +
+                           5 * sim::EvaluateKernel(a100, AsRun(a100, kBenchDramRead), a100.max_clock_mhz()).time_s;
+  const double period_s = (run.iteration_end_ns[3] - run.iteration_end_ns[0]) * 1e-9 / 3;
+  EXPECT_NEAR(period_s / (kernels_s + 0.020), 1, 0.05);
+  EXPECT_NEAR(polls, run.iteration_end_ns[3] * 1e-9 / 5e-3, 2);
+}
+
 TEST(Calibrate, ClockSubsetsSpanTheRange) {
   const std::vector<int> all = {210, 300, 400, 500, 600, 700, 800, 900, 1000};
   EXPECT_EQ(SpreadClocks(all, 3), (std::vector<int>{210, 600, 1000}));

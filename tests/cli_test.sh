@@ -89,8 +89,20 @@ if [ -d "$workloads" ]; then
     "import json,sys; g=json.load(open('$tmp/go.json'))['gpoeo']; it=json.load(open('$tmp/go-default.json'))['iteration_ms']/1e3; sys.exit(0 if abs(g['period_s'] - it) < 0.02 * it and 0 < g['chosen_mhz'] < 1410 and g['measured_time_ratio'] <= 1.06 else 1)"
   "$emo" gpoeo train --device sim:a100 -o "$tmp/gm" --workloads 4 --eval-workloads 2 --clocks 6 --controller-eval 1 >/dev/null 2>&1
   check "emo gpoeo train writes the models" bash -c "test -s '$tmp/gm/energy.json' && test -s '$tmp/gm/time.json' && grep -q eval_mape_time_pct '$tmp/gm/meta.json'"
-  "$emo" gpoeo train --device cuda:0 -o "$tmp/gm2" >/dev/null 2>"$tmp/err"; rc=$?
-  check "emo gpoeo train on hardware says it is not supported yet" bash -c "test $rc -eq 1 && grep -q 'only simulated' '$tmp/err'"
+  # The kernel-mix corpus, the one a GPU trains on, through the simulator's BenchDevice: periodic
+  # jobs of microbenchmark kernels, swept and written as such, and the controller run on one.
+  "$emo" gpoeo train --device sim:a100 --corpus mix -o "$tmp/gmix" --workloads 6 --eval-workloads 3 --clocks 6 \
+    --controller-eval 1 >"$tmp/gmix.out" 2>&1
+  check "emo gpoeo train --corpus mix trains on kernel-mix jobs" python3 -c "
+import json, sys
+m = json.load(open('$tmp/gmix/meta.json')); c = json.load(open('$tmp/gmix/corpus.json'))
+jobs = c['train'] + c['eval']
+sys.exit(0 if m['corpus'] == 'mix' and len(c['train']) == 6 and len(c['eval']) == 3
+         and all(j['kind'] == 'kernel-mix' and j['launches'] for j in jobs)
+         and not set(j['name'] for j in c['train']) & set(j['name'] for j in c['eval'])
+         and len(m['controller_eval']) == 1 else 1)"
+  "$emo" gpoeo train --device cuda:0 --corpus workloads -o "$tmp/gm2" >/dev/null 2>"$tmp/err"; rc=$?
+  check "emo gpoeo train on a GPU refuses the simulator's workloads" bash -c "test $rc -eq 1 && grep -q 'kernel-mix corpus' '$tmp/err'"
   "$emo" sim --workload "$workloads/tp2-gpt3-1.3b-batch2-then-8-a100.json" --iterations 130 --adapt 5 \
     --measure "$tmp/ad.json" >"$tmp/ad.out" 2>&1
   check "sim --adapt plans twice across the phase change and says so" python3 -c \
@@ -269,6 +281,11 @@ if [ -n "$fake_nvml" ]; then
   check "calibrate without a CUDA driver exits 1 naming the library" bash -c \
     "test $? -eq 1 && grep -q 'libemo_cuda.so\|libcuda' '$tmp/err' && test \$(wc -l <'$tmp/err') -eq 1"
   check "and locks no clock" bash -c "! grep -q '^lock' '$tmp/nvml.log' 2>/dev/null"
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" "$emo" gpoeo train --device cuda:0 -o "$tmp/gcuda" \
+    >/dev/null 2>"$tmp/err"
+  check "gpoeo train on a GPU without a CUDA driver exits 1 naming the library, locking no clock" bash -c \
+    "test $? -eq 1 && grep -q 'libemo_cuda.so\|libcuda' '$tmp/err' && ! grep -q '^lock' '$tmp/nvml.log' 2>/dev/null"
   check "and writes no profile" test ! -e "$tmp/cal.json"
 fi
 ZEUSD_SOCK_PATH=/nonexistent/zeusd.sock "$emo" gpus --backend zeusd >/dev/null 2>"$tmp/err"; rc=$?

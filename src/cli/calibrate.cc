@@ -2,7 +2,6 @@
 // with --device cuda:N the CUDA one in libemo_cuda.so beside NVML) and runs the calibration.
 #include "cli/calibrate.h"
 
-#include <dlfcn.h>
 #include <fmt/core.h>
 
 #include <cstdio>
@@ -11,81 +10,12 @@
 #include <filesystem>
 #include <memory>
 
-#include "apply/gpu_selection.h"
-#include "apply/nvml_gpu_control.h"
-#include "apply/watchdog.h"
-#include "cli/child.h"
+#include "cli/cuda_bench_host.h"
 #include "model/calibrate.h"
 #include "sim/device_spec.h"
 #include "sim/microbench.h"
 
 namespace emo {
-namespace {
-
-// What --device cuda:N needs alive while it calibrates: the watchdog (first: it forks), NVML, the
-// CUDA library and its device. Destroyed in reverse: the device, then NVML restores the clocks.
-struct CudaHost {
-  Watchdog watchdog;
-  std::unique_ptr<NvmlGpuControl> nvml;
-  std::unique_ptr<GpuView> gpu;  // the one GPU calibrated, as GPU 0
-  void* library = nullptr;
-  std::unique_ptr<BenchDevice> device;
-  ~CudaHost() {
-    device.reset();
-    std::string err;
-    if (nvml && nvml->RestoreAll(&err)) watchdog.Done();
-    // The library stays loaded: the CUDA runtime inside it tears down at exit.
-  }
-};
-
-bool OpenCuda(const std::string& spec, CudaHost* host, std::string* err) {
-  char* end = nullptr;
-  const long index = std::strtol(spec.c_str() + 5, &end, 10);
-  if (spec.size() <= 5 || *end != '\0' || index < 0) {
-    *err = "--device " + spec +
-           ": expected cuda:N (N the GPU's index as nvidia-smi lists it, or within CUDA_VISIBLE_DEVICES)";
-    return false;
-  }
-  // CUDA's device N is NVML's GPU N in PCI bus order; under CUDA_VISIBLE_DEVICES (a scheduler's
-  // allocation), cuda:N is the Nth GPU it names, as the job would see it.
-  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
-  if (!host->watchdog.Start(err)) return false;
-  host->nvml = NvmlGpuControl::Open(err);
-  if (!host->nvml) return false;
-  GpuSelection visible;
-  if (!SelectJobGpus("", std::getenv(kCudaVisibleDevicesEnv), "PCI_BUS_ID", InventoryOf(*host->nvml), &visible, err))
-    return false;
-  if (index >= static_cast<long>(visible.gpus.size())) {
-    *err = "--device " + spec + ": no GPU " + std::to_string(index) + " (" +
-           (visible.source == "all" ? "NVML lists " : visible.source + " names ") +
-           std::to_string(visible.gpus.size()) + ")";
-    return false;
-  }
-  const int base = visible.gpus[static_cast<size_t>(index)];
-  if (visible.source != "all")
-    fmt::print(stderr, "emo calibrate: cuda:{} is the machine's GPU {} ({} {})\n", index, base, host->nvml->Name(base),
-               host->nvml->Uuid(base));
-  host->nvml->Watch(&host->watchdog);
-  const std::string path = LibraryBesideEmo("EMO_CUDA_LIBRARY", "libemo_cuda.so");
-  host->library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!host->library) {
-    *err = std::string("loading the CUDA microbenchmarks: ") + dlerror() +
-           " (libemo_cuda.so needs the NVIDIA driver's libcuda.so.1 and CUPTI's libcupti.so; EMO_CUDA_LIBRARY "
-           "names another copy)";
-    return false;
-  }
-  using Open = BenchDevice* (*)(GpuControl*, int, std::string*);
-  const auto open = reinterpret_cast<Open>(dlsym(host->library, "EmoOpenCudaBenchDevice"));
-  if (!open) {
-    *err = path + ": no EmoOpenCudaBenchDevice";
-    return false;
-  }
-  host->gpu = std::make_unique<GpuView>(host->nvml.get(), std::vector<int>{base});
-  host->device.reset(open(host->gpu.get(), static_cast<int>(index), err));
-  return host->device != nullptr;
-}
-
-}  // namespace
 
 int RunCalibrate(const CalibrateCliOptions& opt) {
   std::unique_ptr<sim::SimBenchDevice> sim_device;
@@ -93,7 +23,7 @@ int RunCalibrate(const CalibrateCliOptions& opt) {
   BenchDevice* device_ptr = nullptr;
   std::string err;
   if (opt.device.rfind("cuda:", 0) == 0) {
-    if (!OpenCuda(opt.device, &cuda, &err)) {
+    if (!OpenCuda(opt.device, "emo calibrate", &cuda, &err)) {
       fmt::print(stderr, "emo calibrate: {}\n", err);
       return 1;
     }

@@ -7,14 +7,17 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
+#include "cli/cuda_bench_host.h"
 #include "online/gpoeo.h"
 #include "online/gpoeo_model.h"
 #include "sim/device_spec.h"
 #include "sim/engine.h"
+#include "sim/microbench.h"
 #include "sim/sim_gpu_control.h"
 #include "sim/workload.h"
 
@@ -143,8 +146,9 @@ bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, 
 // A workload of the corpus with its sweep: time and energy ratios at each clock.
 struct Swept {
   std::string name;
-  nlohmann::json spec;
-  sim::Program program;
+  nlohmann::json spec;   // the workload spec, or the kernel-mix job (MixJobJson)
+  MixJob job;            // the kernel-mix job as swept (perhaps lengthened)
+  sim::Program program;  // what the simulator runs (empty for a job run on a GPU)
   double t0_s = 0, e0_j = 0;
   std::vector<double> features;
   std::vector<int> mhz;
@@ -208,6 +212,162 @@ bool BuildCorpus(const std::string& device, int count, uint64_t seed, const std:
       return false;
     }
     if (usable) out->push_back(std::move(s));
+  }
+  return true;
+}
+
+// The kernel-mix corpus, for a device that runs no workload of its own (a GPU): periodic jobs of
+// microbenchmark kernels (device/microbench.h). Each draws one to three kinds of work, from tensor,
+// FP32, FP64, special-function, integer, shared-memory, L1, L2 and DRAM kernels, in counts of 4-60
+// launches (about a millisecond each on an A100), and a host gap (GPU idle) after the GPU work:
+// none in half the jobs, else 5-150 ms.
+MixJob DrawMixJob(std::mt19937_64& rng) {
+  static constexpr Microbench kPool[] = {kBenchHmma, kBenchImma,     kBenchFp32Fma,  kBenchFp64,
+                                         kBenchSfu,  kBenchIntAlu,   kBenchShared,   kBenchL1,
+                                         kBenchL2,   kBenchDramRead, kBenchDramWrite};
+  std::uniform_int_distribution<size_t> kind(0, std::size(kPool) - 1);
+  std::uniform_int_distribution<int> kinds(1, 3), count(4, 60);
+  MixJob job;
+  std::set<Microbench> used;
+  for (int k = kinds(rng); static_cast<int>(used.size()) < k;) {
+    const Microbench b = kPool[kind(rng)];
+    if (used.insert(b).second) job.launches.push_back({b, count(rng)});
+  }
+  const double gaps[] = {0, 0, 0, 5, 20, 60, 150};
+  job.host_gap_ms = gaps[std::uniform_int_distribution<size_t>(0, std::size(gaps) - 1)(rng)];
+  return job;
+}
+
+std::string MixJobName(const MixJob& job) {
+  std::string name = "mix";
+  for (const auto& [b, n] : job.launches) name += fmt::format("-{}x{}", MicrobenchName(b), n);
+  if (job.host_gap_ms > 0) name += fmt::format("-gap{:g}ms", job.host_gap_ms);
+  return name;
+}
+
+nlohmann::json MixJobJson(const MixJob& job) {
+  nlohmann::json launches = nlohmann::json::array();
+  for (const auto& [b, n] : job.launches) launches.push_back({MicrobenchName(b), n});
+  return {{"kind", "kernel-mix"}, {"launches", launches}, {"host_gap_ms", job.host_gap_ms}};
+}
+
+// One run of a job on a BenchDevice at `mhz` (0: the default clocks): as RunAt, through the device
+// interface only. Time per iteration from the iterations' ends after the warm-up; energy per
+// iteration from the energy counter's power over the same window; features from the telemetry
+// polled every kSampleMs inside it.
+// What a run measures: the time per iteration only (a probe), also the energy, also the features.
+enum class Measure { kTime, kEnergy, kFeatures };
+
+bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Measure what, RunResult* out,
+              std::string* err) {
+  struct Poll {
+    double t, energy, power, util, mem, clock;
+  };
+  std::vector<Poll> polls;
+  std::string read_err;
+  double limit_w = 0;
+  auto start = [&](GpuControl& gpus) {
+    if (mhz > 0 && !gpus.SetLockedClock(0, mhz, &read_err))
+      read_err = "locking " + std::to_string(mhz) + " MHz: " + read_err;
+    limit_w = gpus.PowerLimitW(0).value_or(0);
+  };
+  auto poll = [&](GpuControl& gpus, double now) {
+    const auto e = gpus.EnergyJ(0), p = gpus.PowerW(0), u = gpus.Utilization(0), m = gpus.MemoryUtilization(0),
+               c = gpus.ClockMhz(0);
+    if (!e || !p || !u || !m || !c) {
+      if (read_err.empty()) read_err = "telemetry: " + gpus.error();
+      return;
+    }
+    polls.push_back({now, *e, *p, *u, *m, *c});
+  };
+  JobRun run;
+  if (!dev.RunJob(job, iterations, kSampleMs, start, poll, &run, err)) return false;
+  if (!read_err.empty()) {
+    *err = read_err;
+    return false;
+  }
+  const std::vector<double>& ends = run.iteration_end_ns;
+  if (static_cast<int>(ends.size()) != iterations || iterations <= kWarmup) {
+    *err = "the run reported " + std::to_string(ends.size()) + " of " + std::to_string(iterations) + " iterations";
+    return false;
+  }
+  const double t0 = ends[kWarmup - 1], t1 = ends.back();
+  out->iteration_s = (t1 - t0) * 1e-9 / (iterations - kWarmup);
+  if (what == Measure::kTime) return true;
+  size_t first = 0, last = polls.size();
+  while (first < polls.size() && polls[first].t < t0) ++first;
+  while (last > first && polls[last - 1].t > t1) --last;
+  if (last < first + 2 || polls[last - 1].energy <= polls[first].energy) {
+    *err = "the energy counter did not move within the measured iterations";
+    return false;
+  }
+  const double power_w = (polls[last - 1].energy - polls[first].energy) / ((polls[last - 1].t - polls[first].t) * 1e-9);
+  out->iteration_j = power_w * out->iteration_s;
+  if (what == Measure::kFeatures) {
+    GpoeoSamples samples;
+    for (size_t i = first; i < last; ++i) samples.push(polls[i].power, polls[i].util, polls[i].mem, polls[i].clock);
+    out->features = GpoeoFeatures(samples, kSampleMs * 1e-3, out->iteration_s, limit_w, dev.SupportedClocks().back());
+  }
+  return true;
+}
+
+// Sweeps a job over the clocks, as Sweep does a workload. A job whose iteration is under 0.1 s is
+// made longer (its launches and gap repeated) until it is not; one over 4 s is left out.
+bool SweepJob(BenchDevice& dev, MixJob job, const std::vector<int>& clocks, Swept* out, bool* usable,
+              std::string* err) {
+  RunResult probe;
+  if (!RunJobAt(dev, job, 0, 4, Measure::kTime, &probe, err)) return false;
+  if (probe.iteration_s < 0.1) {
+    const int k = static_cast<int>(std::ceil(0.12 / probe.iteration_s));
+    for (auto& [b, n] : job.launches) n *= k;
+    job.host_gap_ms *= k;
+    if (!RunJobAt(dev, job, 0, 4, Measure::kTime, &probe, err)) return false;
+  }
+  *usable = probe.iteration_s >= 0.1 && probe.iteration_s <= 4;
+  if (!*usable) return true;
+  out->name = MixJobName(job);
+  out->spec = MixJobJson(job);
+  out->job = job;
+  const int iterations = IterationsFor(probe.iteration_s);
+  RunResult base;
+  if (!RunJobAt(dev, job, 0, iterations, Measure::kFeatures, &base, err)) return false;
+  out->t0_s = base.iteration_s;
+  out->e0_j = base.iteration_j;
+  out->features = base.features;
+  for (int mhz : clocks) {
+    RunResult r;
+    if (mhz == clocks.back()) {
+      r = base;
+    } else if (!RunJobAt(dev, job, mhz, iterations, Measure::kEnergy, &r, err)) {
+      return false;
+    }
+    out->mhz.push_back(mhz);
+    out->time_ratio.push_back(r.iteration_s / base.iteration_s);
+    out->energy_ratio.push_back(r.iteration_j / base.iteration_j);
+  }
+  return true;
+}
+
+// The kernel-mix corpus: `count` usable jobs, none named in `exclude`. With `spec` (a simulated
+// device), each also gets the program the controller's evaluation runs.
+bool BuildMixCorpus(BenchDevice& dev, const sim::DeviceSpec* spec, int count, uint64_t seed,
+                    const std::vector<int>& clocks, const std::set<std::string>& exclude, std::vector<Swept>* out,
+                    std::string* err) {
+  std::mt19937_64 rng(seed);
+  std::set<std::string> seen = exclude;
+  for (int draws = 0; static_cast<int>(out->size()) < count && draws < 20 * count; ++draws) {
+    const MixJob job = DrawMixJob(rng);
+    if (!seen.insert(MixJobName(job)).second) continue;
+    Swept s;
+    bool usable = false;
+    if (!SweepJob(dev, job, clocks, &s, &usable, err)) {
+      *err = MixJobName(job) + ": " + *err;
+      return false;
+    }
+    if (!usable) continue;
+    if (spec) s.program = sim::MixJobProgram(*spec, s.job);
+    seen.insert(s.name);
+    out->push_back(std::move(s));
   }
   return true;
 }
@@ -304,20 +464,42 @@ double Mape(const std::vector<float>& pred, const std::vector<float>& truth) {
 }  // namespace
 
 int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
-  if (opt.device.rfind("sim:", 0) != 0) {
-    fmt::print(stderr, "emo gpoeo train: --device {}: only simulated devices (sim:NAME) are supported so far\n",
+  const bool on_gpu = opt.device.rfind("cuda:", 0) == 0;
+  const std::string corpus = opt.corpus.empty() ? (on_gpu ? "mix" : "workloads") : opt.corpus;
+  if (corpus != "workloads" && corpus != "mix") {
+    fmt::print(stderr, "emo gpoeo train: --corpus {}: expected workloads or mix\n", corpus);
+    return 1;
+  }
+  if (on_gpu && corpus != "mix") {
+    fmt::print(stderr,
+               "emo gpoeo train: --device {}: a GPU trains on the kernel-mix corpus (--corpus mix); the generated "
+               "workloads run only in the simulator\n",
                opt.device);
     return 1;
   }
-  const sim::DeviceSpec* dev = sim::FindDevice(opt.device.substr(4));
-  if (!dev) {
+  std::string err;
+  const sim::DeviceSpec* dev = nullptr;  // the simulated device, if it is one
+  std::unique_ptr<sim::SimBenchDevice> sim_bench;
+  CudaHost cuda;
+  BenchDevice* bench = nullptr;
+  if (on_gpu) {
+    if (!OpenCuda(opt.device, "emo gpoeo train", &cuda, &err)) {
+      fmt::print(stderr, "emo gpoeo train: {}\n", err);
+      return 1;
+    }
+    bench = cuda.device.get();
+  } else if (opt.device.rfind("sim:", 0) == 0 && (dev = sim::FindDevice(opt.device.substr(4)))) {
+    sim_bench = std::make_unique<sim::SimBenchDevice>(*dev, opt.seed);
+    bench = sim_bench.get();
+  } else {
     std::string known;
     for (const std::string& n : sim::DeviceNames()) known += " " + n;
-    fmt::print(stderr, "emo gpoeo train: unknown device '{}' (known:{})\n", opt.device, known);
+    fmt::print(stderr, "emo gpoeo train: unknown device '{}' (known:{}; or cuda:N)\n", opt.device, known);
     return 1;
   }
+  const std::string device_name = bench->Name();
   // The clocks swept: `clocks` spread evenly over the supported ones, the default (highest) included.
-  const std::vector<int>& all = dev->sm_clocks_mhz;
+  const std::vector<int> all = bench->SupportedClocks();
   std::vector<int> clocks;
   const int k = std::clamp(opt.clocks, 2, static_cast<int>(all.size()));
   for (int i = 0; i < k; ++i)
@@ -325,18 +507,22 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
   clocks.erase(std::unique(clocks.begin(), clocks.end()), clocks.end());
   const double max_mhz = all.back();
 
-  std::string err;
+  auto build = [&](int count, uint64_t seed, const std::set<std::string>& exclude, std::vector<Swept>* out) {
+    return corpus == "mix" ? BuildMixCorpus(*bench, dev, count, seed, clocks, exclude, out, &err)
+                           : BuildCorpus(device_name, count, seed, clocks, exclude, out, &err);
+  };
   std::vector<Swept> train, eval;
-  fmt::print("emo gpoeo train: sweeping {} training workloads at {} clocks on {}\n", opt.train_workloads, clocks.size(),
-             dev->name);
-  if (!BuildCorpus(dev->name, opt.train_workloads, opt.seed, clocks, {}, &train, &err)) {
+  fmt::print("emo gpoeo train: sweeping {} training {} at {} clocks on {}\n", opt.train_workloads,
+             corpus == "mix" ? "kernel-mix jobs" : "workloads", clocks.size(), device_name);
+  if (!build(opt.train_workloads, opt.seed, {}, &train)) {
     fmt::print(stderr, "emo gpoeo train: {}\n", err);
     return 1;
   }
   std::set<std::string> train_names;
   for (const Swept& s : train) train_names.insert(s.name);
-  fmt::print("emo gpoeo train: sweeping {} held-out workloads\n", opt.eval_workloads);
-  if (!BuildCorpus(dev->name, opt.eval_workloads, opt.seed + 1000003, clocks, train_names, &eval, &err)) {
+  fmt::print("emo gpoeo train: sweeping {} held-out {}\n", opt.eval_workloads,
+             corpus == "mix" ? "kernel-mix jobs" : "workloads");
+  if (!build(opt.eval_workloads, opt.seed + 1000003, train_names, &eval)) {
     fmt::print(stderr, "emo gpoeo train: {}\n", err);
     return 1;
   }
@@ -369,13 +555,10 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
   nlohmann::ordered_json train_list = nlohmann::ordered_json::array(), eval_list = nlohmann::ordered_json::array();
   for (const Swept& s : train) train_list.push_back(s.name);
   for (const Swept& s : eval) eval_list.push_back(s.name);
-  models.meta = {{"device", dev->name},
-                 {"sample_ms", kSampleMs},
-                 {"command", opt.command},
-                 {"clocks_mhz", clocks},
-                 {"train_workloads", train_list},
-                 {"eval_workloads", eval_list},
-                 {"eval_mape_energy_pct", mape_e},
+  models.meta = {{"device", device_name},       {"corpus", corpus},
+                 {"sample_ms", kSampleMs},      {"command", opt.command},
+                 {"clocks_mhz", clocks},        {"train_workloads", train_list},
+                 {"eval_workloads", eval_list}, {"eval_mape_energy_pct", mape_e},
                  {"eval_mape_time_pct", mape_t}};
   if (!models.Save(opt.out, &err)) {
     fmt::print(stderr, "emo gpoeo train: {}\n", err);
@@ -383,7 +566,7 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
   }
   // The corpora's specs, so that the figures can be reproduced and the held-out jobs rerun.
   {
-    nlohmann::ordered_json corpus;
+    nlohmann::ordered_json specs;
     for (const auto* set : {&train, &eval}) {
       nlohmann::ordered_json arr = nlohmann::ordered_json::array();
       for (const Swept& s : *set) {
@@ -391,14 +574,16 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
         spec["name"] = s.name;
         arr.push_back(spec);
       }
-      corpus[set == &train ? "train" : "eval"] = arr;
+      specs[set == &train ? "train" : "eval"] = arr;
     }
     std::ofstream f(opt.out + "/corpus.json");
-    f << corpus.dump(1) << "\n";
+    f << specs.dump(1) << "\n";
   }
 
-  // The controller on held-out workloads, against the best static clock within 5 %.
-  if (opt.controller_eval > 0) {
+  // The controller on held-out workloads, against the best static clock within 5 % (in the
+  // simulator: on a GPU, run it with `emo run --controller gpoeo:models=DIR`).
+  if (opt.controller_eval > 0 && !dev) fmt::print("the gpoeo controller's evaluation runs in the simulator only\n");
+  if (opt.controller_eval > 0 && dev) {
     fmt::print("{:<48} {:>7} {:>7} {:>7} {:>7} | {:>7} {:>7} {:>7} | {:>7}\n", "held-out workload", "period", "chosen",
                "saving", "slower", "static", "saving", "slower", "settle");
     double sum_save = 0, sum_slow = 0, sum_static = 0;

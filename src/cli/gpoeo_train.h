@@ -1,7 +1,8 @@
 // gpoeo_train.h — `emo gpoeo train`: GPOEO's energy and time models (online/gpoeo_model.h) from a
-// corpus of generated workloads run at a spread of SM clocks on a simulated GPU, checked on a
-// disjoint held-out corpus (model MAPE, and the gpoeo controller itself against the best static
-// clock).
+// corpus run at a spread of SM clocks, checked on a disjoint held-out corpus (model MAPE, and in
+// the simulator the gpoeo controller itself against the best static clock). The corpus: generated
+// workload specs on a simulated GPU, or, on any device and the only one on a real GPU, generated
+// periodic jobs of microbenchmark kernels (device/microbench.h's MixJob) run through BenchDevice.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,9 @@
 namespace emo {
 
 struct GpoeoTrainOptions {
-  std::string device = "sim:a100";  // sim:NAME; cuda:N is not supported yet
+  std::string device = "sim:a100";  // sim:NAME or cuda:N
+  std::string corpus;               // "workloads" (generated workload specs, the simulator only) or "mix"
+                                    // (kernel-mix jobs, any device); "": workloads in the simulator, mix on a GPU
   std::string out;                  // MODEL_DIR
   int train_workloads = 48;         // generated workload specs in the training corpus
   int eval_workloads = 16;          // in the held-out corpus (generated from another seed, disjoint)

@@ -246,7 +246,10 @@ int main(int argc, char** argv) {
                                    "Train GPOEO's energy and time models on generated workloads run at a spread of "
                                    "SM clocks, report their error and the gpoeo controller's result on a disjoint "
                                    "held-out corpus, and write MODEL_DIR (use with --controller gpoeo:models=DIR)");
-  gt->add_option("--device", gtrain.device, "sim:a100, sim:h100, sim:a40 or sim:3080ti");
+  gt->add_option("--device", gtrain.device, "sim:a100, sim:h100, sim:a40, sim:3080ti or cuda:N (a GPU; root)");
+  gt->add_option("--corpus", gtrain.corpus,
+                 "workloads (generated workload specs, simulator only; the simulator's default) or mix (periodic "
+                 "jobs of microbenchmark kernels, run through the device interface; a GPU's default)");
   gt->add_option("-o,--output", gtrain.out, "MODEL_DIR to write (meta.json, energy.json, time.json, corpus.json)")
       ->required();
   gt->add_option("--workloads", gtrain.train_workloads, "generated workloads in the training corpus")

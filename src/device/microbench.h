@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device/gpu_control.h"
@@ -85,6 +86,21 @@ struct BenchRun {
   std::vector<double> launch_start_ns, launch_end_ns;
 };
 
+// A periodic job built of microbenchmark kernels, as `emo gpoeo train` runs its corpus on a device
+// without a job of its own: each iteration launches, in order, `count` launches of each benchmark
+// in `launches` back to back, then the host waits for the GPU and idles `host_gap_ms` (the GPU
+// idle, as at a data loader or a checkpoint).
+struct MixJob {
+  std::vector<std::pair<Microbench, int>> launches;
+  double host_gap_ms = 0;
+};
+
+// A run of a MixJob: when each iteration ended, its host gap included, on the clock the polls see
+// (ns).
+struct JobRun {
+  std::vector<double> iteration_end_ns;
+};
+
 // A device that runs microbenchmarks on its GPU 0 (the simulator, or CUDA beside NVML).
 class BenchDevice {
  public:
@@ -96,6 +112,10 @@ class BenchDevice {
   // the energy counter and the clock there). The clock is reset after the run.
   virtual bool Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
                    const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) = 0;
+  // Runs `iterations` iterations of a MixJob, with start and poll as in Run (the clock is reset
+  // after the run).
+  virtual bool RunJob(const MixJob& job, int iterations, double poll_ms, const std::function<void(GpuControl&)>& start,
+                      const std::function<void(GpuControl&, double now_ns)>& poll, JobRun* out, std::string* err) = 0;
   // Range counters of a run of `launches` launches of b at the default clock (ranges by launch
   // ordinal, as MetricSource takes them).
   virtual bool Profile(Microbench b, int launches, const std::vector<KernelRange>& ranges,

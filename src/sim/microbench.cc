@@ -72,6 +72,62 @@ Program MicrobenchProgram(const DeviceSpec& spec, Microbench b, int launches) {
   return p;
 }
 
+Program MixJobProgram(const DeviceSpec& spec, const MixJob& job) {
+  Program p;
+  p.name = "mixjob";
+  p.device = spec.name;
+  p.link_bytes_per_s = spec.link_bandwidth_bps;
+  RankProgram rank;
+  Thread t;
+  for (const auto& [b, count] : job.launches) {
+    p.kernels.push_back({std::string("emo_bench_") + MicrobenchName(b), MicrobenchTraits(spec, b)});
+    for (int i = 0; i < count; ++i) {
+      Instr gap;
+      gap.op = Op::kCpu;
+      gap.cpu_ns = kLaunchGapNs;
+      t.code.push_back(gap);
+      Instr launch;
+      launch.op = Op::kLaunch;
+      launch.stream = 0;
+      launch.kernel = static_cast<int32_t>(p.kernels.size()) - 1;
+      t.code.push_back(launch);
+    }
+  }
+  Instr sync;
+  sync.op = Op::kStreamSync;
+  sync.stream = 0;
+  t.code.push_back(sync);
+  if (job.host_gap_ms > 0) {
+    Instr idle;
+    idle.op = Op::kCpu;
+    idle.cpu_ns = job.host_gap_ms * 1e6;
+    t.code.push_back(idle);
+  }
+  rank.threads.push_back(t);
+  p.ranks.push_back(rank);
+  return p;
+}
+
+bool SimBenchDevice::RunJob(const MixJob& job, int iterations, double poll_ms,
+                            const std::function<void(GpuControl&)>& start,
+                            const std::function<void(GpuControl&, double now_ns)>& poll, JobRun* out,
+                            std::string* err) {
+  const Program program = MixJobProgram(spec_, job);
+  EngineOptions eo;
+  eo.iterations = iterations;
+  eo.seed = seed_++;
+  eo.record_trace = false;
+  Engine engine(program, eo);
+  SimGpuControl gpus(&engine);
+  start(gpus);
+  engine.Every(poll_ms, [&](double now) { poll(gpus, now); });
+  if (!engine.Run(err)) return false;
+  const std::vector<double>& starts = engine.iteration_starts();
+  out->iteration_end_ns.assign(starts.begin() + (starts.empty() ? 0 : 1), starts.end());
+  out->iteration_end_ns.push_back(engine.end_ns());
+  return true;
+}
+
 bool SimBenchDevice::Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
                          const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) {
   const Program program = MicrobenchProgram(spec_, b, launches);

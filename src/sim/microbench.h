@@ -21,6 +21,10 @@ KernelTraits MicrobenchTraits(const DeviceSpec& spec, Microbench b);
 // gap before each; kBenchEmpty's behind its gate), then cudaStreamSynchronize.
 Program MicrobenchProgram(const DeviceSpec& spec, Microbench b, int launches);
 
+// One GPU, one thread: one iteration of `job` (its kernels on stream 0, a short CPU gap before each
+// launch, cudaStreamSynchronize, then the host gap); run it for as many iterations as wanted.
+Program MixJobProgram(const DeviceSpec& spec, const MixJob& job);
+
 class SimBenchDevice : public BenchDevice {
  public:
   // `spec` must outlive the device. Every Run() draws a new noise seed from `seed`.
@@ -29,6 +33,8 @@ class SimBenchDevice : public BenchDevice {
   std::vector<int> SupportedClocks() const override { return spec_.sm_clocks_mhz; }
   bool Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
            const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) override;
+  bool RunJob(const MixJob& job, int iterations, double poll_ms, const std::function<void(GpuControl&)>& start,
+              const std::function<void(GpuControl&, double now_ns)>& poll, JobRun* out, std::string* err) override;
   bool Profile(Microbench b, int launches, const std::vector<KernelRange>& ranges, std::vector<PackMetrics>* out,
                ProfileCost* cost, std::string* err) override;
 

@@ -466,11 +466,13 @@ double Mape(const std::vector<float>& pred, const std::vector<float>& truth) {
 int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
   const bool on_gpu = opt.device.rfind("cuda:", 0) == 0;
   const std::string corpus = opt.corpus.empty() ? (on_gpu ? "mix" : "workloads") : opt.corpus;
-  if (corpus != "workloads" && corpus != "mix") {
-    fmt::print(stderr, "emo gpoeo train: --corpus {}: expected workloads or mix\n", corpus);
-    return 1;
-  }
-  if (on_gpu && corpus != "mix") {
+  const std::string eval_corpus = opt.eval_corpus.empty() ? corpus : opt.eval_corpus;
+  for (const std::string& c : {corpus, eval_corpus})
+    if (c != "workloads" && c != "mix") {
+      fmt::print(stderr, "emo gpoeo train: corpus '{}': expected workloads or mix\n", c);
+      return 1;
+    }
+  if (on_gpu && (corpus != "mix" || eval_corpus != "mix")) {
     fmt::print(stderr,
                "emo gpoeo train: --device {}: a GPU trains on the kernel-mix corpus (--corpus mix); the generated "
                "workloads run only in the simulator\n",
@@ -507,22 +509,23 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
   clocks.erase(std::unique(clocks.begin(), clocks.end()), clocks.end());
   const double max_mhz = all.back();
 
-  auto build = [&](int count, uint64_t seed, const std::set<std::string>& exclude, std::vector<Swept>* out) {
-    return corpus == "mix" ? BuildMixCorpus(*bench, dev, count, seed, clocks, exclude, out, &err)
-                           : BuildCorpus(device_name, count, seed, clocks, exclude, out, &err);
+  auto build = [&](const std::string& kind, int count, uint64_t seed, const std::set<std::string>& exclude,
+                   std::vector<Swept>* out) {
+    return kind == "mix" ? BuildMixCorpus(*bench, dev, count, seed, clocks, exclude, out, &err)
+                         : BuildCorpus(device_name, count, seed, clocks, exclude, out, &err);
   };
+  auto what = [](const std::string& kind) { return kind == "mix" ? "kernel-mix jobs" : "workloads"; };
   std::vector<Swept> train, eval;
-  fmt::print("emo gpoeo train: sweeping {} training {} at {} clocks on {}\n", opt.train_workloads,
-             corpus == "mix" ? "kernel-mix jobs" : "workloads", clocks.size(), device_name);
-  if (!build(opt.train_workloads, opt.seed, {}, &train)) {
+  fmt::print("emo gpoeo train: sweeping {} training {} at {} clocks on {}\n", opt.train_workloads, what(corpus),
+             clocks.size(), device_name);
+  if (!build(corpus, opt.train_workloads, opt.seed, {}, &train)) {
     fmt::print(stderr, "emo gpoeo train: {}\n", err);
     return 1;
   }
   std::set<std::string> train_names;
   for (const Swept& s : train) train_names.insert(s.name);
-  fmt::print("emo gpoeo train: sweeping {} held-out {}\n", opt.eval_workloads,
-             corpus == "mix" ? "kernel-mix jobs" : "workloads");
-  if (!build(opt.eval_workloads, opt.seed + 1000003, train_names, &eval)) {
+  fmt::print("emo gpoeo train: sweeping {} held-out {}\n", opt.eval_workloads, what(eval_corpus));
+  if (!build(eval_corpus, opt.eval_workloads, opt.seed + 1000003, train_names, &eval)) {
     fmt::print(stderr, "emo gpoeo train: {}\n", err);
     return 1;
   }
@@ -555,11 +558,11 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
   nlohmann::ordered_json train_list = nlohmann::ordered_json::array(), eval_list = nlohmann::ordered_json::array();
   for (const Swept& s : train) train_list.push_back(s.name);
   for (const Swept& s : eval) eval_list.push_back(s.name);
-  models.meta = {{"device", device_name},       {"corpus", corpus},
-                 {"sample_ms", kSampleMs},      {"command", opt.command},
-                 {"clocks_mhz", clocks},        {"train_workloads", train_list},
-                 {"eval_workloads", eval_list}, {"eval_mape_energy_pct", mape_e},
-                 {"eval_mape_time_pct", mape_t}};
+  models.meta = {{"device", device_name},          {"corpus", corpus},
+                 {"eval_corpus", eval_corpus},     {"sample_ms", kSampleMs},
+                 {"command", opt.command},         {"clocks_mhz", clocks},
+                 {"train_workloads", train_list},  {"eval_workloads", eval_list},
+                 {"eval_mape_energy_pct", mape_e}, {"eval_mape_time_pct", mape_t}};
   if (!models.Save(opt.out, &err)) {
     fmt::print(stderr, "emo gpoeo train: {}\n", err);
     return 1;

@@ -250,6 +250,9 @@ int main(int argc, char** argv) {
   gt->add_option("--corpus", gtrain.corpus,
                  "workloads (generated workload specs, simulator only; the simulator's default) or mix (periodic "
                  "jobs of microbenchmark kernels, run through the device interface; a GPU's default)");
+  gt->add_option("--eval-corpus", gtrain.eval_corpus,
+                 "the held-out corpus's kind, workloads or mix (default: the training corpus's): models trained on "
+                 "kernel-mix jobs can be judged on the simulator's workloads");
   gt->add_option("-o,--output", gtrain.out, "MODEL_DIR to write (meta.json, energy.json, time.json, corpus.json)")
       ->required();
   gt->add_option("--workloads", gtrain.train_workloads, "generated workloads in the training corpus")

@@ -2,7 +2,8 @@
 """check_profile.py PROFILE.json — prints a device profile that `emo calibrate` measured on a real GPU
 and checks it against what the microbenchmarks were written to do (device/microbench.h): FP32 FMA
 time scales with the clock, and the range-profiled FMA instructions, DRAM bytes and tensor
-instructions per launch match the kernels' designed work. Exit 1 when a check fails."""
+instructions per launch match the kernels' designed work, and the kernel floor is a few
+microseconds at every clock. Exit 1 when a check fails."""
 import json, sys
 p = json.load(open(sys.argv[1]))
 clocks = p["clocks_mhz"]
@@ -32,4 +33,8 @@ if sms:
         got = p["benchmarks"][bench]["metrics"][metric]
         print(f"{bench} {metric}: {got:.4g} per launch, designed {want:.4g} (x{got / want:.3f})")
         ok &= 0.9 < got / want < 1.3
+# The kernel floor: an empty kernel's time at each clock, a few microseconds.
+floor = p.get("kernel_floor_s", [])
+print("kernel floor (us):", " ".join(f"{c}:{f * 1e6:.2f}" for c, f in zip(clocks, floor)) or "none")
+ok &= len(floor) == len(clocks) and all(0.5e-6 < f < 20e-6 for f in floor)
 sys.exit(0 if ok else 1)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu-check.sh — EMO's real-GPU paths on a machine with an NVIDIA GPU: the NVML back end (emo gpus),
-# calibration (emo calibrate --device cuda:0), CUPTI tracing of an unmodified CUDA program and of a
+# calibration (emo calibrate --device cuda:0), GPOEO's training (emo gpoeo train --device cuda:0), CUPTI tracing of an unmodified CUDA program and of a
 # small PyTorch job (emo trace), the replay of those traces (emo analyze), their packs' counters
 # (emo profile), clock locking through a policy and the clocks' reset afterwards,
 # and GEEPAFS on real telemetry (emo run). Every step prints PASS, FAIL or SKIP and why.
@@ -32,6 +32,17 @@ else
   cat "$out/calibrate.err"; fail "emo calibrate --device cuda:0"
 fi
 tail -3 "$out/calibrate.err"
+
+# GPOEO's models trained on the GPU: a few kernel-mix jobs at five clocks (a short corpus: the check
+# is that the path runs and the models predict, not their accuracy).
+if timeout 420 "$emo" gpoeo train --device cuda:0 --workloads 6 --eval-workloads 3 --clocks 5 -o "$out/gpoeo-cuda" \
+    >"$out/gpoeo-train.out" 2>&1; then
+  tail -4 "$out/gpoeo-train.out"
+  python3 -c "import json; m=json.load(open('$out/gpoeo-cuda/meta.json')); print('corpus', m['corpus'], 'MAPE energy', m['eval_mape_energy_pct'], 'time', m['eval_mape_time_pct'])" &&
+    pass "emo gpoeo train --device cuda:0" || fail "emo gpoeo train --device cuda:0"
+else
+  tail -5 "$out/gpoeo-train.out"; fail "emo gpoeo train --device cuda:0"
+fi
 
 # A CUDA program with two streams and an event dependency, traced through CUPTI injection.
 if nvcc -O2 -arch=native -o "$out/two_streams" tests/gpu/two_streams.cu 2>"$out/nvcc.log"; then

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -155,6 +156,22 @@ struct Swept {
   std::vector<double> time_ratio, energy_ratio;
 };
 
+// The sweep's ratios: the default clock's run `base` (the last clock), and `run_at` each other clock.
+bool SweepClocks(const std::vector<int>& clocks, const RunResult& base, Swept* out,
+                 const std::function<bool(int mhz, RunResult* r)>& run_at) {
+  out->t0_s = base.iteration_s;
+  out->e0_j = base.iteration_j;
+  out->features = base.features;
+  for (int mhz : clocks) {
+    RunResult r = base;
+    if (mhz != clocks.back() && !run_at(mhz, &r)) return false;
+    out->mhz.push_back(mhz);
+    out->time_ratio.push_back(r.iteration_s / base.iteration_s);
+    out->energy_ratio.push_back(r.iteration_j / base.iteration_j);
+  }
+  return true;
+}
+
 // Iterations per run: enough for about 2 s of measurement, at least 3.
 int IterationsFor(double iteration_s) {
   return kWarmup + std::clamp(static_cast<int>(std::ceil(2.0 / iteration_s)), 3, 20);
@@ -180,21 +197,9 @@ bool Sweep(const nlohmann::json& spec, const std::vector<int>& clocks, uint64_t 
   const int iterations = IterationsFor(probe.iteration_s);
   RunResult base;
   if (!RunAt(out->program, 0, iterations, seed, true, &base, err)) return false;
-  out->t0_s = base.iteration_s;
-  out->e0_j = base.iteration_j;
-  out->features = base.features;
-  for (int mhz : clocks) {
-    RunResult r;
-    if (mhz == clocks.back()) {
-      r = base;
-    } else if (!RunAt(out->program, mhz, iterations, seed + static_cast<uint64_t>(mhz), false, &r, err)) {
-      return false;
-    }
-    out->mhz.push_back(mhz);
-    out->time_ratio.push_back(r.iteration_s / base.iteration_s);
-    out->energy_ratio.push_back(r.iteration_j / base.iteration_j);
-  }
-  return true;
+  return SweepClocks(clocks, base, out, [&](int mhz, RunResult* r) {
+    return RunAt(out->program, mhz, iterations, seed + static_cast<uint64_t>(mhz), false, r, err);
+  });
 }
 
 bool BuildCorpus(const std::string& device, int count, uint64_t seed, const std::vector<int>& clocks,
@@ -331,21 +336,9 @@ bool SweepJob(BenchDevice& dev, MixJob job, const std::vector<int>& clocks, Swep
   const int iterations = IterationsFor(probe.iteration_s);
   RunResult base;
   if (!RunJobAt(dev, job, 0, iterations, Measure::kFeatures, &base, err)) return false;
-  out->t0_s = base.iteration_s;
-  out->e0_j = base.iteration_j;
-  out->features = base.features;
-  for (int mhz : clocks) {
-    RunResult r;
-    if (mhz == clocks.back()) {
-      r = base;
-    } else if (!RunJobAt(dev, job, mhz, iterations, Measure::kEnergy, &r, err)) {
-      return false;
-    }
-    out->mhz.push_back(mhz);
-    out->time_ratio.push_back(r.iteration_s / base.iteration_s);
-    out->energy_ratio.push_back(r.iteration_j / base.iteration_j);
-  }
-  return true;
+  return SweepClocks(clocks, base, out, [&](int mhz, RunResult* r) {
+    return RunJobAt(dev, job, mhz, iterations, Measure::kEnergy, r, err);
+  });
 }
 
 // The kernel-mix corpus: `count` usable jobs, none named in `exclude`. With `spec` (a simulated

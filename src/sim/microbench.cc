@@ -11,6 +11,22 @@ namespace emo::sim {
 namespace {
 constexpr double kMaxThreadsPerSm = 2048;  // 64 warps, the counters' full occupancy
 constexpr double kLaunchGapNs = 5000;      // CPU time before each launch
+
+// `count` launches of `kernel` on stream 0, each after kLaunchGapNs of CPU time.
+void AddLaunches(int32_t kernel, int count, Thread* t) {
+  for (int i = 0; i < count; ++i) {
+    Instr gap;
+    gap.op = Op::kCpu;
+    gap.cpu_ns = kLaunchGapNs;
+    t->code.push_back(gap);
+    Instr launch;
+    launch.op = Op::kLaunch;
+    launch.stream = 0;
+    launch.kernel = kernel;
+    t->code.push_back(launch);
+  }
+}
+
 }  // namespace
 
 KernelTraits MicrobenchTraits(const DeviceSpec& spec, Microbench b) {
@@ -52,17 +68,7 @@ Program MicrobenchProgram(const DeviceSpec& spec, Microbench b, int launches) {
     launch.kernel = 1;
     t.code.push_back(launch);
   }
-  for (int i = 0; i < launches; ++i) {
-    Instr gap;
-    gap.op = Op::kCpu;
-    gap.cpu_ns = kLaunchGapNs;
-    t.code.push_back(gap);
-    Instr launch;
-    launch.op = Op::kLaunch;
-    launch.stream = 0;
-    launch.kernel = 0;
-    t.code.push_back(launch);
-  }
+  AddLaunches(0, launches, &t);
   Instr sync;
   sync.op = Op::kStreamSync;
   sync.stream = 0;
@@ -81,17 +87,7 @@ Program MixJobProgram(const DeviceSpec& spec, const MixJob& job) {
   Thread t;
   for (const auto& [b, count] : job.launches) {
     p.kernels.push_back({std::string("emo_bench_") + MicrobenchName(b), MicrobenchTraits(spec, b)});
-    for (int i = 0; i < count; ++i) {
-      Instr gap;
-      gap.op = Op::kCpu;
-      gap.cpu_ns = kLaunchGapNs;
-      t.code.push_back(gap);
-      Instr launch;
-      launch.op = Op::kLaunch;
-      launch.stream = 0;
-      launch.kernel = static_cast<int32_t>(p.kernels.size()) - 1;
-      t.code.push_back(launch);
-    }
+    AddLaunches(static_cast<int32_t>(p.kernels.size()) - 1, count, &t);
   }
   Instr sync;
   sync.op = Op::kStreamSync;

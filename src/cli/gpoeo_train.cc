@@ -225,7 +225,7 @@ bool BuildCorpus(const std::string& device, int count, uint64_t seed, const std:
 // microbenchmark kernels (device/microbench.h). Each draws one to three kinds of work, from tensor,
 // FP32, FP64, special-function, integer, shared-memory, L1, L2 and DRAM kernels, in counts of 4-60
 // launches (about a millisecond each on an A100), and a host gap (GPU idle) after the GPU work:
-// none in half the jobs, else 5-150 ms.
+// none in three jobs of seven, else 5-150 ms.
 MixJob DrawMixJob(std::mt19937_64& rng) {
   static constexpr Microbench kPool[] = {kBenchHmma, kBenchImma,     kBenchFp32Fma,  kBenchFp64,
                                          kBenchSfu,  kBenchIntAlu,   kBenchShared,   kBenchL1,
@@ -256,12 +256,13 @@ nlohmann::json MixJobJson(const MixJob& job) {
   return {{"kind", "kernel-mix"}, {"launches", launches}, {"host_gap_ms", job.host_gap_ms}};
 }
 
+// What a run measures: the time per iteration only (a probe), also the energy, also the features.
+enum class Measure { kTime, kEnergy, kFeatures };
+
 // One run of a job on a BenchDevice at `mhz` (0: the default clocks): as RunAt, through the device
 // interface only. Time per iteration from the iterations' ends after the warm-up; energy per
 // iteration from the energy counter's power over the same window; features from the telemetry
 // polled every kSampleMs inside it.
-// What a run measures: the time per iteration only (a probe), also the energy, also the features.
-enum class Measure { kTime, kEnergy, kFeatures };
 
 bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Measure what, RunResult* out,
               std::string* err) {
@@ -317,7 +318,7 @@ bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Meas
 }
 
 // Sweeps a job over the clocks, as Sweep does a workload. A job whose iteration is under 0.1 s is
-// made longer (its launches and gap repeated) until it is not; one over 4 s is left out.
+// lengthened to about 0.12 s (its launches and gap multiplied); one over 4 s is left out.
 bool SweepJob(BenchDevice& dev, MixJob job, const std::vector<int>& clocks, Swept* out, bool* usable,
               std::string* err) {
   RunResult probe;

@@ -45,7 +45,8 @@ struct DeviceProfile {
   int default_mhz = 0;
   std::array<Bench, kMicrobenches> bench;
   // Per clock of clocks_mhz, the duration of an empty kernel (kBenchEmpty): the launch and drain
-  // every kernel pays, which no metric shows. Empty: not measured (a profile from before it), 0.
+  // every kernel pays, which no metric shows. Empty when not measured (a profile made before it),
+  // which the pack model takes as no floor.
   std::vector<double> kernel_floor_s;
   Provenance provenance;
 

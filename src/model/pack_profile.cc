@@ -139,8 +139,9 @@ bool PackTimeEnergy(PackModel& model, const Packing& packing, const PackProfile&
       *err = "pack " + std::to_string(p) + ": " + why;
       return false;
     }
+    const double f0 = own.mhz > 0 ? own.mhz : model.default_mhz();
     for (size_t c = 0; c < nc; ++c)
-      if (clocks[c] > own.mhz + 0.5) t[c] = own.time_s, e[c] = fit.energy_f0;
+      if (clocks[c] > f0 + 0.5) t[c] = own.time_s, e[c] = fit.energy_f0;
   }
   return true;
 }

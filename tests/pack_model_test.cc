@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/pack_profile.h"
 #include "model_fixtures.h"
 
 namespace emo {
@@ -169,6 +170,40 @@ TEST(PackModel, AnchorsAtTheClockTheBenchmarksHeld) {
     const double want = test::SyntheticTime(kBenchHmma, prof.clocks_mhz[c]);
     EXPECT_NEAR(p.time_s[c] / want, 1, 1e-3) << prof.clocks_mhz[c] << " MHz";
   }
+}
+
+// A pack that repeats a profiled one takes its mix, anchored to its own busy time and clock: here
+// the repeat ran at 1050 MHz with twice the work time (the same 1000 kernels' floors), so its body
+// is twice the profiled pack's and its floor the same, at every clock up to its own; above it, it
+// keeps its busy time (what it ran at is what it would run at again).
+TEST(PackModel, RepeatedPacksAreAnchoredToTheirOwnTimeAndClock) {
+  DeviceProfile prof = test::SyntheticProfile();
+  auto floor_at = [](int mhz) { return 1e-6 + 420e-6 / mhz; };
+  for (int f : prof.clocks_mhz) prof.kernel_floor_s.push_back(floor_at(f));
+  PackModel model(prof);
+  PackProfile profile;
+  profile.packs = {0};
+  profile.metrics = {Mix(prof, {{kBenchFp32Fma, 1}})};
+  profile.metrics[0].kernels = 1000;
+  auto body = [](int mhz) { return test::SyntheticTime(kBenchFp32Fma, mhz); };
+  Packing packing;
+  packing.rank = {0, 0};
+  packing.unique = {0, 0};
+  packing.busy_ns = {(body(1410) + 1000 * floor_at(1410)) * 1e9, (2 * body(1050) + 1000 * floor_at(1050)) * 1e9};
+  std::vector<double> t, e;
+  PackTables tables;
+  std::string err;
+  ASSERT_TRUE(PackTimeEnergy(model, packing, profile, {1410, 1050}, &t, &e, &tables, &err)) << err;
+  const int nc = model.clocks();
+  for (int c = 0; c < nc; ++c) {
+    const int f = prof.clocks_mhz[c];
+    const double first = body(f) + 1000 * floor_at(f);
+    const double repeat = f > 1050 ? packing.busy_ns[1] * 1e-9 : 2 * body(f) + 1000 * floor_at(f);
+    EXPECT_NEAR(t[c], first, 1e-9 * first) << f << " MHz";
+    EXPECT_NEAR(t[nc + c], repeat, 1e-9 * repeat) << f << " MHz";
+  }
+  for (int c = 5; c < nc; ++c)  // above 1050 MHz (index 4), the energy at 1050 MHz
+    EXPECT_NEAR(e[nc + c], e[nc + 4], 1e-12 * e[nc + 4]) << prof.clocks_mhz[c] << " MHz";
 }
 
 TEST(PackModel, PackOutsideTheConeGetsNonNegativeFitAndResidual) {

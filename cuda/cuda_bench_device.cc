@@ -33,6 +33,29 @@ bool CudaOk(cudaError_t rc, const char* what, std::string* err) {
   return false;
 }
 
+// Telemetry from a thread of its own, so that reading NVML (a millisecond or more a read) never
+// starves the GPU of launches: poll(gpu, now) every poll_ms until Stop() (or destruction).
+class Poller {
+ public:
+  Poller(GpuControl& gpu, double poll_ms, const std::function<void(GpuControl&, double now_ns)>& poll)
+      : thread_([this, &gpu, poll_ms, &poll] {
+          while (!stop_.load()) {
+            const double now = NowNs();
+            poll(gpu, now);
+            std::this_thread::sleep_for(std::chrono::duration<double, std::nano>(now + poll_ms * 1e6 - NowNs()));
+          }
+        }) {}
+  ~Poller() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;  // after stop_, which it reads from its start
+};
+
 class CudaBenchDevice : public BenchDevice {
  public:
   CudaBenchDevice(GpuControl& gpu, int index) : gpu_(gpu), index_(index) {}
@@ -63,16 +86,7 @@ class CudaBenchDevice : public BenchDevice {
     cudaEventRecord(events[0], stream_);
     if (!CudaOk(cudaEventSynchronize(events[0]), "cudaEventSynchronize", err)) return DestroyEvents(&events, false);
     const double origin_ns = NowNs();
-    // Telemetry from a thread of its own, so that reading NVML (a millisecond or more a read) never
-    // starves the GPU of launches; this thread only enqueues.
-    std::atomic<bool> finished{false};
-    std::thread poller([&] {
-      while (!finished.load()) {
-        const double now = NowNs();
-        poll(gpu_, now);
-        std::this_thread::sleep_for(std::chrono::duration<double, std::nano>(now + poll_ms * 1e6 - NowNs()));
-      }
-    });
+    Poller poller(gpu_, poll_ms, poll);  // this thread only enqueues
     if (b == kBenchEmpty) LaunchGate(sms_, stream_);
     for (size_t i = 0; i < static_cast<size_t>(launches); ++i) {
       cudaEventRecord(events[2 * i + 1], stream_);
@@ -80,8 +94,7 @@ class CudaBenchDevice : public BenchDevice {
       cudaEventRecord(events[2 * i + 2], stream_);
     }
     const cudaError_t synced = cudaEventSynchronize(events.back());
-    finished = true;
-    poller.join();
+    poller.Stop();
     if (!CudaOk(synced, "cudaEventSynchronize", err)) return DestroyEvents(&events, false);
     std::string reset_err;
     const bool reset = gpu_.ResetClock(0, &reset_err);
@@ -110,14 +123,7 @@ class CudaBenchDevice : public BenchDevice {
     cudaEvent_t done = nullptr;
     if (!CudaOk(cudaEventCreate(&done), "cudaEventCreate", err)) return false;
     start(gpu_);
-    std::atomic<bool> finished{false};
-    std::thread poller([&] {  // as in Run: telemetry on a thread of its own
-      while (!finished.load()) {
-        const double now = NowNs();
-        poll(gpu_, now);
-        std::this_thread::sleep_for(std::chrono::duration<double, std::nano>(now + poll_ms * 1e6 - NowNs()));
-      }
-    });
+    Poller poller(gpu_, poll_ms, poll);
     out->iteration_end_ns.clear();
     cudaError_t rc = cudaSuccess;
     for (int it = 0; it < iterations && rc == cudaSuccess; ++it) {
@@ -128,8 +134,7 @@ class CudaBenchDevice : public BenchDevice {
       if (job.host_gap_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(job.host_gap_ms));
       out->iteration_end_ns.push_back(NowNs());
     }
-    finished = true;
-    poller.join();
+    poller.Stop();
     cudaEventDestroy(done);
     std::string reset_err;
     const bool reset = gpu_.ResetClock(0, &reset_err);

@@ -24,8 +24,11 @@ namespace emo {
 namespace {
 
 // The default set: one of each kind that runs in a few minutes in all on 2 cores.
-const char* const kDefaultWorkloads[] = {"tp2-gpt3-6.7b-a100.json", "dp2-gpt3-1.3b-a100.json",
-                                         "pp4-qwen2-7b-uniform-a100.json", "offload-deepseek-v2-lite-a100.json",
+const char* const kDefaultWorkloads[] = {"tp2-gpt3-6.7b-a100.json",
+                                         "tp8-gpt3-6.7b-a100.json",
+                                         "dp2-gpt3-1.3b-a100.json",
+                                         "pp4-qwen2-7b-uniform-a100.json",
+                                         "offload-deepseek-v2-lite-a100.json",
                                          "tp2-llama2-0.5b-3080ti.json"};
 const char* const kMethods[] = {"emo", "static", "zeus", "geepafs", "gpoeo", "perseus"};
 

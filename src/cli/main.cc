@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
       "bench",
       "EMO beside the best static clock, Zeus, GEEPAFS, GPOEO and (on pipelines) Perseus on simulated workloads: "
       "measured energy saving and slowdown per budget, with the spread over seeds");
-  b->add_option("--workloads", bench.workloads, "workload specs (default: a set of five from workloads/)");
+  b->add_option("--workloads", bench.workloads, "workload specs (default: a set of six from workloads/)");
   b->add_option("--methods", bench.methods,
                 "emo, static, zeus, geepafs, gpoeo, perseus (pipelines only) (default: all)");
   b->add_option("--budgets", bench.budgets, "slowdown budgets (default 0.02 0.05; 0 for pipelines and offload)");

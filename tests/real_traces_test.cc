@@ -363,9 +363,11 @@ HtaPath LoadHta(const std::string& name) {
   return h;
 }
 
-// EMO's per-iteration critical paths over those steps: their summed length, the time from the
-// first one's start to the last one's end, and the correlation ids of their GPU ops and calls.
+// EMO's per-iteration critical paths over those steps: the paths, their summed length, the time
+// from the first one's start to the last one's end, and the correlation ids of their GPU ops and
+// calls.
 struct EmoPath {
+  std::vector<const IterationPath*> paths;  // into the Analysis
   double path_ms = 0, span_ms = 0;
   std::set<int64_t> gpu, runtime;
 };
@@ -376,6 +378,7 @@ EmoPath EmoOver(const Loaded& l, const Analysis& a, const std::vector<int64_t>& 
   double first = 1e300, last = -1e300;
   for (const IterationPath& ip : a.iteration_paths) {
     if (std::find(steps.begin(), steps.end(), ip.step) == steps.end()) continue;
+    e.paths.push_back(&ip);
     e.path_ms += ip.path.total_ms;
     first = std::min(first, ip.start_ms);
     last = std::max(last, ip.start_ms + ip.path.total_ms);
@@ -388,6 +391,22 @@ EmoPath EmoOver(const Loaded& l, const Analysis& a, const std::vector<int64_t>& 
   return e;
 }
 
+// A trace, EMO's analysis of it, and HTA's path beside EMO's over the same steps.
+struct HtaComparison {
+  Loaded l;
+  Analysis a;
+  HtaPath h;
+  EmoPath e;
+};
+
+// `name`: the trace's folder under HolisticTraceAnalysis/ and its file under tests/data/hta_critical_path.
+void Compare(const std::string& name, HtaComparison* c) {
+  Load({"HolisticTraceAnalysis/" + name}, &c->l);
+  c->a = Analyze(c->l.trace, c->l.graph);
+  c->h = LoadHta(name);
+  c->e = EmoOver(c->l, c->a, c->h.steps);
+}
+
 size_t Common(const std::set<int64_t>& a, const std::set<int64_t>& b) {
   size_t n = 0;
   for (int64_t x : a) n += b.count(x);
@@ -397,18 +416,19 @@ size_t Common(const std::set<int64_t>& a, const std::set<int64_t>& b) {
 // EMO's path's calls that HTA's lacks, on thread `tid`: how many lie within the time span of
 // HTA's calls in the same step (nested in the cpu_op events through which HTA's path steps, whose
 // own runtime calls it does not list: see CriticalPathAgreesWithHta) and how many outside it.
-std::pair<int, int> EmoOnlyCallsWithinHtaSpan(const Loaded& l, const Analysis& a, const HtaPath& h, int64_t tid) {
+std::pair<int, int> EmoOnlyCallsWithinHtaSpan(const HtaComparison& c, int64_t tid) {
+  const Loaded& l = c.l;
+  const HtaPath& h = c.h;
   const RankTrace& rt = l.trace.ranks[0];
   int within = 0, outside = 0;
-  for (const IterationPath& ip : a.iteration_paths) {
-    if (std::find(h.steps.begin(), h.steps.end(), ip.step) == h.steps.end()) continue;
+  for (const IterationPath* ip : c.e.paths) {
     double first = 1e300, last = -1e300;
-    for (uint32_t v : ip.nodes)
+    for (uint32_t v : ip->nodes)
       if (l.graph.kind[v] == NodeKind::kCpuCall && h.runtime.count(rt.calls[l.graph.source[v]].correlation)) {
         first = std::min(first, l.graph.observed_start[v]);
         last = std::max(last, l.graph.observed_end[v]);
       }
-    for (uint32_t v : ip.nodes)
+    for (uint32_t v : ip->nodes)
       if (l.graph.kind[v] == NodeKind::kCpuCall && Tid(l, v) == tid &&
           !h.runtime.count(rt.calls[l.graph.source[v]].correlation))
         ++(l.graph.observed_start[v] >= first && l.graph.observed_end[v] <= last ? within : outside);
@@ -427,16 +447,16 @@ std::pair<int, int> EmoOnlyCallsWithinHtaSpan(const Loaded& l, const Analysis& a
 //   cpu_op events HTA's path steps through (CompiledFunctionBackward, 229-243 ms each).
 TEST(RealTraces, CriticalPathHoldsHtasOnDfIndexResolver) {
   if (test::TracesDir().empty()) GTEST_SKIP() << "EMO_TRACES not set";
-  Loaded l;
-  Load({"HolisticTraceAnalysis/df_index_resolver"}, &l);
-  const Analysis a = Analyze(l.trace, l.graph);
-  const HtaPath h = LoadHta("df_index_resolver");
+  HtaComparison c;
+  Compare("df_index_resolver", &c);
+  const Loaded& l = c.l;
+  const HtaPath& h = c.h;
+  const EmoPath& e = c.e;
   ASSERT_EQ(h.steps, (std::vector<int64_t>{2, 3, 4, 5}));
-  const EmoPath e = EmoOver(l, a, h.steps);
   EXPECT_TRUE(h.gpu.empty());
   EXPECT_EQ(h.runtime.size(), 16074u);
   EXPECT_EQ(Common(h.runtime, e.runtime), h.runtime.size());
-  const auto [within, outside] = EmoOnlyCallsWithinHtaSpan(l, a, h, 785244);
+  const auto [within, outside] = EmoOnlyCallsWithinHtaSpan(c, 785244);
   EXPECT_GT(within, 0);
   EXPECT_EQ(outside, 0);
   const RankTrace& rt = l.trace.ranks[0];
@@ -464,16 +484,15 @@ TEST(RealTraces, CriticalPathHoldsHtasOnDfIndexResolver) {
 // path steps through).
 TEST(RealTraces, CriticalPathHoldsHtasOnNsResolution) {
   if (test::TracesDir().empty()) GTEST_SKIP() << "EMO_TRACES not set";
-  Loaded l;
-  Load({"HolisticTraceAnalysis/ns_resolution_trace"}, &l);
-  const Analysis a = Analyze(l.trace, l.graph);
-  const HtaPath h = LoadHta("ns_resolution_trace");
+  HtaComparison c;
+  Compare("ns_resolution_trace", &c);
+  const HtaPath& h = c.h;
+  const EmoPath& e = c.e;
   ASSERT_EQ(h.steps, (std::vector<int64_t>{101, 102, 103, 104}));
-  const EmoPath e = EmoOver(l, a, h.steps);
   EXPECT_EQ(h.gpu.size(), 4714u);
   EXPECT_EQ(Common(h.gpu, e.gpu), h.gpu.size());
   EXPECT_EQ(Common(h.runtime, e.runtime), h.runtime.size());
-  const auto [within, outside] = EmoOnlyCallsWithinHtaSpan(l, a, h, 1102);
+  const auto [within, outside] = EmoOnlyCallsWithinHtaSpan(c, 1102);
   EXPECT_EQ(static_cast<size_t>(within), e.runtime.size() - h.runtime.size());
   EXPECT_EQ(outside, 0);
   std::printf("ns_resolution vs HTA: HTA %.1f ms; EMO's steps %.1f ms, spanning %.1f ms\n", h.path_ms, e.path_ms,
@@ -492,12 +511,12 @@ TEST(RealTraces, CriticalPathHoldsHtasOnNsResolution) {
 // step's start to the last one's end EMO's paths span within 3 % of HTA's path.
 TEST(RealTraces, CriticalPathExplainsHtasOnNegativeQueueLength) {
   if (test::TracesDir().empty()) GTEST_SKIP() << "EMO_TRACES not set";
-  Loaded l;
-  Load({"HolisticTraceAnalysis/negative_queue_length_values_check"}, &l);
-  const Analysis a = Analyze(l.trace, l.graph);
-  const HtaPath h = LoadHta("negative_queue_length_values_check");
+  HtaComparison c;
+  Compare("negative_queue_length_values_check", &c);
+  const Loaded& l = c.l;
+  const HtaPath& h = c.h;
+  const EmoPath& e = c.e;
   ASSERT_EQ(h.steps, (std::vector<int64_t>{550, 551, 552, 553}));
-  const EmoPath e = EmoOver(l, a, h.steps);
   EXPECT_FALSE(h.json["has_cuda_sync_events"].get<bool>());
   EXPECT_GT(h.json["boundedness_us"]["gpu_kernel_kernel_overhead"].get<double>() / 1e3, 0.8 * h.path_ms);
   EXPECT_TRUE(h.runtime.empty());
@@ -508,18 +527,17 @@ TEST(RealTraces, CriticalPathExplainsHtasOnNegativeQueueLength) {
   std::set<int64_t> others, without_slack;  // HTA's GPU ops off EMO's path, by correlation
   for (uint32_t v = 0; v < l.graph.nodes(); ++v) {
     if (!IsGpu(l.graph.kind[v])) continue;
-    const int64_t c = rt.ops[l.graph.source[v]].correlation;
-    if (!h.gpu.count(c) || e.gpu.count(c)) continue;
-    others.insert(c);
-    if (!(rep.latest[v] - rep.finish[v] > 0)) without_slack.insert(c);
+    const int64_t corr = rt.ops[l.graph.source[v]].correlation;
+    if (!h.gpu.count(corr) || e.gpu.count(corr)) continue;
+    others.insert(corr);
+    if (!(rep.latest[v] - rep.finish[v] > 0)) without_slack.insert(corr);
   }
   EXPECT_EQ(common + others.size(), h.gpu.size());
   EXPECT_TRUE(without_slack.empty()) << without_slack.size() << " of HTA's GPU ops off EMO's path have no slack";
   double cpu_ms = 0;  // EMO's path time in CPU calls and the CPU time between them
-  for (const IterationPath& ip : a.iteration_paths)
-    if (std::find(h.steps.begin(), h.steps.end(), ip.step) != h.steps.end())
-      cpu_ms += ip.path.by_kind_ms[static_cast<size_t>(NodeKind::kCpuCall)] +
-                ip.path.by_kind_ms[static_cast<size_t>(NodeKind::kCpuGap)];
+  for (const IterationPath* ip : e.paths)
+    cpu_ms += ip->path.by_kind_ms[static_cast<size_t>(NodeKind::kCpuCall)] +
+              ip->path.by_kind_ms[static_cast<size_t>(NodeKind::kCpuGap)];
   std::printf(
       "negative_queue_length vs HTA: HTA %.1f ms on stream 7; EMO %.1f ms (%.1f ms on CPU threads), spanning "
       "%.1f ms; %zu of HTA's GPU ops on both\n",

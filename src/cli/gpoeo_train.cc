@@ -263,7 +263,6 @@ enum class Measure { kTime, kEnergy, kFeatures };
 // interface only. Time per iteration from the iterations' ends after the warm-up; energy per
 // iteration from the energy counter's power over the same window; features from the telemetry
 // polled every kSampleMs inside it.
-
 bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Measure what, RunResult* out,
               std::string* err) {
   struct Poll {

@@ -203,16 +203,19 @@ void RunGpoeo(const sim::Program& program, const std::string& models, int iterat
 }
 
 // GPOEO beside the default clocks on the same seed: the period it found is the iteration's, within
-// 2 %; once it holds a clock, the job is at most its 5 % cap + 1 point slower, and saves energy.
+// 2 % (unless `period_known` is false); once it holds a clock, the job is at most its 5 % cap + 1
+// point slower, and saves energy.
 void ExpectSettlesWithinItsCap(const sim::Program& program, const std::string& models, int iterations,
-                               double min_saving, GpoeoRun* gpoeo) {
+                               double min_saving, GpoeoRun* gpoeo, bool period_known = true, uint64_t seed = 11) {
   GpoeoRun base;
-  RunGpoeo(program, models, iterations, 11, false, &base);
-  RunGpoeo(program, models, iterations, 11, true, gpoeo);
+  RunGpoeo(program, models, iterations, seed, false, &base);
+  RunGpoeo(program, models, iterations, seed, true, gpoeo);
   if (testing::Test::HasFatalFailure()) return;
   const size_t last = gpoeo->sampled.starts.size() - 1;
   const double truth = base.sampled.Time(1, last);
-  EXPECT_NEAR(gpoeo->period / truth, 1, 0.02) << "detected " << gpoeo->period << " s, true " << truth << " s";
+  if (period_known) {
+    EXPECT_NEAR(gpoeo->period / truth, 1, 0.02) << "detected " << gpoeo->period << " s, true " << truth << " s";
+  }
   size_t first = 0;  // the first iteration to begin a whole iteration after the search ended
   while (first < gpoeo->sampled.starts.size() && gpoeo->sampled.starts[first] < (gpoeo->settle_s + 1.5 * truth) * 1e9)
     ++first;
@@ -253,6 +256,42 @@ TEST(Gpoeo, SeesThroughTheAliasOfAnIterationShorterThanTwoReadings) {
   GpoeoRun gpoeo;
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 600, 0.05, &gpoeo);
   EXPECT_TRUE(gpoeo.aliased);
+}
+
+// A pipeline's iteration (2.5 s on two RTX 3080 Ti over PCIe) is sixteen micro-batch passes of a
+// tenth of a second or so; the first seconds of readings show those repeating, and barely one
+// iteration. GPOEO waits for 25 s of readings (GPOEO.md §1) before it looks, and then finds the
+// iteration. (A held-out workload of the shipped 3080 Ti models' corpus; with a first look at 3 s
+// GPOEO took 0.147 s for the period and kept the default clock.)
+TEST(Gpoeo, FindsAPipelinesIterationNotItsMicroBatches) {
+  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "RTX3080Ti",
+      "kind": "pp", "link": "pcie", "name": "pp2-llama-h2048-l2-s2048-b8-pcie-m8",
+      "model": {"arch": "llama", "batch": 8, "heads": 16, "hidden": 2048, "layers": 2, "seq": 2048, "vocab": 32000},
+      "parallel": {"microbatches": 8, "pp": 2}})");
+  sim::Program program;
+  std::string err;
+  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+  GpoeoRun gpoeo;
+  ExpectSettlesWithinItsCap(program, "gpoeo-sim-3080ti", 130, 0.02, &gpoeo);
+}
+
+// An iteration of 0.192 s, just under two of the readings' 100 ms updates, shows as its 0.208 s
+// alias, and a clock that slows it by 8 % carries it across two updates, to 0.208 s, where the
+// readings show it directly: the period they showed at the default clock. Read directly, that
+// probe cost nothing, and GPOEO settled 8 % slower. Where a slowdown within the cap can carry the
+// iteration across two updates, a probe's readings fit more than one time ratio, and GPOEO takes
+// the largest (Gpoeo::Ratios). (A held-out workload of a corpus made with `emo gpoeo train
+// --device sim:a100 --seed 7`, not the shipped models' own; the reported period stays the alias.)
+TEST(Gpoeo, ReadsAnIterationJustUnderTwoReadingsOnTheSafeSide) {
+  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "A100-SXM4-80GB",
+      "kind": "pp", "link": "pcie", "name": "pp2-gpt-h3072-l8-s1024-b1-pcie-m8",
+      "model": {"arch": "gpt", "batch": 1, "heads": 24, "hidden": 3072, "layers": 8, "seq": 1024, "vocab": 50304},
+      "parallel": {"microbatches": 8, "pp": 2}})");
+  sim::Program program;
+  std::string err;
+  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+  GpoeoRun gpoeo;
+  ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 600, 0.02, &gpoeo, false, 5);
 }
 
 // Each probe's time ratio is a period measured at the probe's clock over the period at the default

@@ -17,6 +17,7 @@
 
 #include "cli/perseus_baseline.h"
 #include "cli/sim_pipeline.h"
+#include "online/gpoeo.h"
 #include "util/file.h"
 
 namespace emo {
@@ -159,7 +160,9 @@ int RunBench(const BenchOptions& opt) {
             warmup = MeasureWindowIterations(iteration_ms, 6);  // its first probes, about 8 s
           } else {
             spec = fmt::format("gpoeo:slowdown={:.3f}", budget);
-            warmup = std::max(120, MeasureWindowIterations(iteration_ms, 6) * 4);  // its search, ~40-100 periods
+            // Its search: the longest it takes, with periods at lower clocks up to a tenth longer.
+            warmup = static_cast<int>(std::ceil(1.1 * GpoeoSearchBoundS(GpoeoOptions(), iteration_ms / 1e3) /
+                                                (iteration_ms / 1e3)));
           }
           r.ok = MeasureOutcome(pl.program, def, nullptr, spec, warmup, &r.o, &err);
           r.detail = spec;

@@ -161,8 +161,8 @@ int RunBench(const BenchOptions& opt) {
           } else {
             spec = fmt::format("gpoeo:slowdown={:.3f}", budget);
             // Its search: the longest it takes, with periods at lower clocks up to a tenth longer.
-            warmup = static_cast<int>(std::ceil(1.1 * GpoeoSearchBoundS(GpoeoOptions(), iteration_ms / 1e3) /
-                                                (iteration_ms / 1e3)));
+            warmup = static_cast<int>(
+                std::ceil(1.1 * GpoeoSearchBoundS(GpoeoOptions(), iteration_ms / 1e3) / (iteration_ms / 1e3)));
           }
           r.ok = MeasureOutcome(pl.program, def, nullptr, spec, warmup, &r.o, &err);
           r.detail = spec;

@@ -25,13 +25,14 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DEMO_WERROR=ON -DEMO
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
-fuzz_s=${EMO_FUZZ_SECONDS:-80}  # 3/8 for the Kineto importer, 5/24 for each of the others
-echo "== fuzz the Kineto JSON importer, workload specs, policies and device files (${fuzz_s} s)"
+fuzz_s=${EMO_FUZZ_SECONDS:-80}  # 1/4 for the Kineto importer, 3/16 for each of the others
+echo "== fuzz the Kineto JSON and Nsight Systems importers, workload specs, policies and device files (${fuzz_s} s)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMO_FUZZ=ON -DEMO_BENCH=OFF \
   -DEMO_TRACES="$traces" >/dev/null
-cmake --build build-fuzz -j "$jobs" --target kineto_json_fuzz workload_spec_fuzz policy_fuzz device_json_fuzz
+cmake --build build-fuzz -j "$jobs" --target kineto_json_fuzz workload_spec_fuzz policy_fuzz device_json_fuzz \
+  nsys_sqlite_fuzz
 corpus=build-fuzz/corpus
-mkdir -p "$corpus" build-fuzz/corpus-spec build-fuzz/corpus-policy build-fuzz/corpus-device
+mkdir -p "$corpus" build-fuzz/corpus-spec build-fuzz/corpus-policy build-fuzz/corpus-device build-fuzz/corpus-nsys
 for f in "$traces"/HolisticTraceAnalysis/critical_path/cuda_event_sync*/event_sync_trace.json.gz \
          "$traces"/HolisticTraceAnalysis/triton_example/triton_example.json.gz \
          "$traces"/HolisticTraceAnalysis/amd_trace/*.json.gz; do
@@ -49,14 +50,16 @@ printf '2{"gpu": 0, "kernels_seen": 12, "error": "", "ranges": [{"gpu": 0, "firs
   >build-fuzz/corpus-device/result.json
 printf '3# emo-nccl-profiler 1\ncomm 00000000000000ab 0 2 1 world\nlaunch 4 00000000000000ab 0 1 77 10000 12000 7f00 0
 coll 3 00000000000000ab 0 1 77 9000 90000 5 AllReduce 256 ncclFloat32 0 RING LL 2\n' >build-fuzz/corpus-device/nccl.txt
+cp fuzz/nsys_seed.sql build-fuzz/corpus-nsys/
 # fuzz TARGET SECONDS MAX_LEN CORPUS: runs one target; on a crash shows its log and fails.
 fuzz() {
   build-fuzz/"$1" -max_total_time="$2" -max_len="$3" -rss_limit_mb=4096 -print_final_stats=1 "$4" \
     2>"build-fuzz/$1.log" || { tail -50 "build-fuzz/$1.log"; exit 1; }
   tail -3 "build-fuzz/$1.log"
 }
-fuzz kineto_json_fuzz $((fuzz_s * 3 / 8)) 65536 "$corpus"
-fuzz workload_spec_fuzz $((fuzz_s * 5 / 24)) 4096 build-fuzz/corpus-spec
-fuzz policy_fuzz $((fuzz_s * 5 / 24)) 4096 build-fuzz/corpus-policy
-fuzz device_json_fuzz $((fuzz_s * 5 / 24)) 16384 build-fuzz/corpus-device
+fuzz kineto_json_fuzz $((fuzz_s / 4)) 65536 "$corpus"
+fuzz workload_spec_fuzz $((fuzz_s * 3 / 16)) 4096 build-fuzz/corpus-spec
+fuzz policy_fuzz $((fuzz_s * 3 / 16)) 4096 build-fuzz/corpus-policy
+fuzz device_json_fuzz $((fuzz_s * 3 / 16)) 16384 build-fuzz/corpus-device
+fuzz nsys_sqlite_fuzz $((fuzz_s * 3 / 16)) 8192 build-fuzz/corpus-nsys
 echo "fuzz: no crash"

@@ -517,8 +517,10 @@ void Gpoeo::StartProbe(int clock_index) {
   measure_ticks_ = static_cast<int>(std::ceil(std::max(o_.probe_periods * 1.15 * period_s_, kMinProbeS) / Dt()));
 }
 
+double Gpoeo::AliasPartner(double period_s) const { return 1 / (1 / update_s_ - 1 / period_s); }
+
 double Gpoeo::TruePeriod(double signal_period_s) const {
-  return alias_ ? 1 / (1 / update_s_ - 1 / signal_period_s) : signal_period_s;
+  return alias_ ? AliasPartner(signal_period_s) : signal_period_s;
 }
 
 void Gpoeo::Ratios(const Probed& p, double* e, double* t) const {
@@ -539,7 +541,7 @@ void Gpoeo::Ratios(const Probed& p, double* e, double* t) const {
   // clock). Without it, one held-out A40 job of 0.193 s (models/README.md), seen as its 0.207 s
   // alias, read a clock that slowed it to 0.207 s as costing nothing and settled 7 % slower.
   if (update_s_ > 0 && period_s_ > 2 * update_s_ && p.period_s > 2 * update_s_) {
-    const double fs = 1 / update_s_, a0 = 1 / (fs - 1 / period_s_), a1 = 1 / (fs - 1 / p.period_s);
+    const double a0 = AliasPartner(period_s_), a1 = AliasPartner(p.period_s);
     if (a0 * (1 + o_.max_slowdown + 0.01) > 2 * update_s_) {
       double worst = 0;
       for (double r : {p.period_s / period_s_, a1 / a0, p.period_s / a0})

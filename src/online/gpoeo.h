@@ -187,6 +187,8 @@ class Gpoeo : public OnlineMethod {
   // Set when a probe's period shrank at a lower clock (LooksAliased): the readings show an
   // iteration shorter than two update intervals through its alias, at 1/update − 1/iteration.
   bool alias_ = false;
+  // The period the readings show alike with period_s: 1/(1/update − 1/period_s).
+  double AliasPartner(double period_s) const;
   // The iteration's period behind a period of the readings.
   double TruePeriod(double signal_period_s) const;
   // One probe as measured: the readings' period and mean power at a clock.

@@ -160,9 +160,7 @@ int RunBench(const BenchOptions& opt) {
             warmup = MeasureWindowIterations(iteration_ms, 6);  // its first probes, about 8 s
           } else {
             spec = fmt::format("gpoeo:slowdown={:.3f}", budget);
-            // Its search: the longest it takes, with periods at lower clocks up to a tenth longer.
-            warmup = static_cast<int>(
-                std::ceil(1.1 * GpoeoSearchBoundS(GpoeoOptions(), iteration_ms / 1e3) / (iteration_ms / 1e3)));
+            warmup = GpoeoSearchBoundIterations(GpoeoOptions(), iteration_ms / 1e3);  // its search
           }
           r.ok = MeasureOutcome(pl.program, def, nullptr, spec, warmup, &r.o, &err);
           r.detail = spec;

@@ -397,8 +397,8 @@ bool RunController(const Swept& s, const std::string& models_dir, uint64_t seed,
                    std::string* err) {
   GpoeoOptions o;
   o.models_dir = models_dir;
-  // The search (periods at lower clocks run up to 15 % longer: a tenth more), then 30 periods held.
-  const int iterations = static_cast<int>(std::ceil(1.1 * GpoeoSearchBoundS(o, s.t0_s) / s.t0_s)) + 30;
+  // The search, then 30 periods held.
+  const int iterations = GpoeoSearchBoundIterations(o, s.t0_s) + 30;
   sim::EngineOptions eo;
   eo.iterations = iterations;
   eo.seed = seed;

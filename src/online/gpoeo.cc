@@ -506,6 +506,10 @@ double GpoeoSearchBoundS(const GpoeoOptions& o, double period_s, double update_s
   return detect_s + (o.max_probes + 1) * probe_s;
 }
 
+int GpoeoSearchBoundIterations(const GpoeoOptions& o, double period_s) {
+  return static_cast<int>(std::ceil(1.1 * GpoeoSearchBoundS(o, period_s) / period_s));
+}
+
 void Gpoeo::StartProbe(int clock_index) {
   probe_ = clock_index;
   Lock(clocks_[static_cast<size_t>(clock_index)]);

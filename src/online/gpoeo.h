@@ -68,6 +68,8 @@ bool ParseGpoeoOptions(const MethodOptions& m, GpoeoOptions* out, std::string* e
 // 4 s and probe_periods of the period the readings show (its alias on the readings' update_s grid
 // when it is under two updates) (for sizing the runs that evaluate it).
 double GpoeoSearchBoundS(const GpoeoOptions& o, double period_s, double update_s = 0.1);
+// The same in iterations of period_s, a tenth more (periods at lower clocks run up to 15 % longer).
+int GpoeoSearchBoundIterations(const GpoeoOptions& o, double period_s);
 
 // The local search over supported clocks (indices into an ascending list), driven by measurements:
 // Next() names the clock to measure, Record() takes its energy and time relative to the default

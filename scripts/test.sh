@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test.sh — sets up, checks the formatting (.clang-format), builds and runs every test: a -Werror
 # build, the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and short libFuzzer runs
-# of the JSON readers (Kineto traces, workload specs, frequency policies, device profiles, the pack
-# profiler's files and the NCCL plugin's records).
+# of the readers (Kineto traces, Nsight Systems exports, workload specs, frequency policies, device
+# profiles, the pack profiler's files and the NCCL plugin's records).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -141,7 +141,7 @@ if [ -n "$fake_nvml" ]; then
   unset CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER  # the fake machine's GPUs, all of them, unless a test says
   EMO_NVML_LIBRARY="$fake_nvml" "$emo" gpus --json >"$tmp/gpus.json" 2>"$tmp/err"
   check "gpus lists the fake driver's GPUs with their UUIDs" python3 -c \
-    "import json,sys; g=json.load(open('$tmp/gpus.json')); sys.exit(0 if len(g) == 2 and g[1]['power_limit_w'] == 400 and g[1]['uuid'] == 'GPU-fa4e0000-0000-0000-0000-000000000001' else 1)"
+    "import json,sys; g=json.load(open('$tmp/gpus.json')); sys.exit(0 if len(g) == 2 and g[1]['power_limit_w'] == 400 and g[1]['uuid'] == 'GPU-fa4e0000-0000-0000-0000-000000000001' and g[1]['activity'] is False else 1)"
   # emo run: GEEPAFS probes and locks clocks while the command runs; every GPU ends reset.
   last_resets() { python3 -c "
 import sys

@@ -13,6 +13,7 @@
 #include "graph/builder.h"
 #include "sim/device_spec.h"
 #include "sim/engine_constants.h"
+#include "sim/sim_gpu_control.h"
 
 namespace emo::sim {
 namespace {
@@ -689,6 +690,49 @@ TEST(Engine, CountersOverAKernelRange) {
   auto [gemm2, unused] = profile(0, 2);
   EXPECT_NE(gemm2.inst_tensor, gemm.inst_tensor);  // measurement noise
   EXPECT_NEAR(gemm2.inst_tensor, gemm.inst_tensor, 0.03 * gemm.inst_tensor);
+}
+
+// Activity windows as NVML's GPM reports them (H100; the A100 has none): the work of the kernels
+// that ended in the window over what the window's elapsed SM cycles at the locked clock, or its
+// length at the DRAM's peak, could have done; a window under 100 ms is refused and stays open.
+TEST(Engine, ActivityWindowsAreWorkOverTheWindowsPeak) {
+  std::vector<Instr> code = {Cpu(30e6)};
+  for (int i = 0; i < 20; ++i) code.push_back(Launch(0)), code.push_back(Launch(1));
+  code.push_back(Make(Op::kStreamSync, 0));
+  code.push_back(Cpu(120e6));  // idle: in the window, but no work
+  Program p = OneRank(code);
+  p.device = "H100-SXM";
+  Engine e(p, Exact());
+  SimGpuControl gpus(&e);
+  const DeviceSpec& h100 = e.Spec(0);
+  std::string err;
+  ASSERT_TRUE(gpus.SetPowerLimit(0, h100.power_limit_max_w, &err));
+  ASSERT_TRUE(gpus.SetLockedClock(0, 1500, &err));
+  ASSERT_TRUE(gpus.Offers(Reading::kActivity));
+  EXPECT_FALSE(gpus.ReadActivity(0).has_value()) << "no window open";
+  const double start_ns = 20e6;  // the lock has landed (5-15 ms)
+  e.At(start_ns, [&](double) { EXPECT_TRUE(gpus.StartActivity(0)); });
+  e.At(start_ns + 90e6, [&](double) { EXPECT_FALSE(gpus.ReadActivity(0).has_value()) << "a window under 100 ms"; });
+  ASSERT_TRUE(e.Run(&err)) << err;
+  const std::optional<Activity> a = gpus.ReadActivity(0);
+  ASSERT_TRUE(a.has_value());
+  const double window_s = (e.now_ns() - start_ns) * 1e-9, cycles = window_s * 1500e6 * h100.sm_count;
+  const KernelTraits &gemm = p.kernels[0].traits, &ew = p.kernels[1].traits;
+  EXPECT_NEAR(a->tensor_util, 20 * gemm.tensor_flop / (cycles * h100.tensor_flop_per_sm_cycle), 0.03 * a->tensor_util);
+  const double bytes = 20 * (gemm.dram_read_bytes + gemm.dram_write_bytes + ew.dram_read_bytes + ew.dram_write_bytes);
+  EXPECT_NEAR(a->dram_bw_util, bytes / (window_s * h100.mem_bandwidth_bps), 0.03 * a->dram_bw_util);
+  double busy_ns = 0;  // the SMs are active at most while a kernel runs
+  for (const GpuOp& op : e.trace().ranks[0].ops) busy_ns += static_cast<double>(op.end_ns - op.start_ns);
+  EXPECT_LE(a->sm_util, 1.03 * busy_ns * 1e-9 / window_s);
+  EXPECT_GT(a->sm_util, 0.3 * busy_ns * 1e-9 / window_s);
+  EXPECT_LE(a->sm_occupancy, a->sm_util);
+  EXPECT_EQ(a->fp64_util, 0);
+
+  Program a100 = OneRank(LaunchesThenSync(0, 1));
+  Engine e2(a100, Exact());
+  SimGpuControl no_gpm(&e2);
+  EXPECT_FALSE(no_gpm.Offers(Reading::kActivity));
+  EXPECT_FALSE(no_gpm.StartActivity(0));
 }
 
 // Same seed, same run; another seed, another run.

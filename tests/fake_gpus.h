@@ -45,7 +45,7 @@ class FakeGpus : public GpuControl {
     limit[static_cast<size_t>(gpu)] = watts;
     return true;
   }
-  bool Offers(Reading r) const override { return r != missing; }
+  bool Offers(Reading r) const override { return r != missing && r != Reading::kActivity; }  // no GPM
   std::optional<double> PowerLimitW(int gpu) const override { return Get(Reading::kPowerLimit, limit, gpu); }
   bool PowerLimitRange(int, double* min_w, double* max_w) const override {
     *min_w = min_w_;

@@ -148,4 +148,50 @@ int nvmlDeviceGetClockInfo(void* h, int type, unsigned int* mhz) {
   return *mhz = Gpu(h)->sm_mhz, kSuccess;
 }
 
+// GPM: a sample remembers its GPU and when it was taken.
+struct GpmSample {
+  int gpu = -1;
+  long taken = 0;
+};
+long gpm_clock = 0;
+struct GpmSupport {
+  unsigned int version, supported;
+};
+int nvmlGpmQueryDeviceSupport(void* h, GpmSupport* s) {
+  if (s->version != 1) return kInvalidArgument;
+  return s->supported = Gpu(h)->gpm, kSuccess;
+}
+int nvmlGpmSampleAlloc(GpmSample** s) { return *s = new GpmSample, ++state.gpm_samples_allocated, kSuccess; }
+int nvmlGpmSampleFree(GpmSample* s) { return delete s, ++state.gpm_samples_freed, kSuccess; }
+int nvmlGpmSampleGet(void* h, GpmSample* s) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  if (!Gpu(h)->gpm) return kInvalidArgument;
+  s->gpu = Index(h);
+  s->taken = ++gpm_clock;
+  return kSuccess;
+}
+struct GpmMetric {
+  unsigned int id;
+  int rc;
+  double value;
+  char* info[3];
+};
+struct GpmMetricsGet {
+  unsigned int version, n;
+  GpmSample *sample1, *sample2;
+  GpmMetric metrics[1];  // n of them
+};
+int nvmlGpmMetricsGet(GpmMetricsGet* get) {
+  if (get->version != 1 || !get->sample1 || !get->sample2 || get->sample1->gpu < 0 ||
+      get->sample1->gpu != get->sample2->gpu || get->sample2->taken <= get->sample1->taken)
+    return kInvalidArgument;
+  const emo::test::FakeNvmlGpu& g = state.gpus[static_cast<size_t>(get->sample1->gpu)];
+  for (unsigned int i = 0; i < get->n; ++i) {
+    GpmMetric& m = (&get->metrics[0])[i];
+    m.rc = m.id < 16 ? kSuccess : kInvalidArgument;
+    m.value = m.id < 16 ? g.gpm_percent[m.id] : 0;
+  }
+  return kSuccess;
+}
+
 }  // extern "C"

@@ -15,12 +15,15 @@ struct FakeNvmlGpu {
   unsigned long long energy_mj = 123456789;
   unsigned int power_mw = 250500, util_gpu = 87, util_mem = 41, sm_mhz = 1410;
   bool lost = false;  // every call returns NVML_ERROR_GPU_IS_LOST
+  bool gpm = false;   // supports GPM; its metrics are gpm_percent[id] between any two samples
+  double gpm_percent[16] = {};
 };
 
 struct FakeNvml {
   std::vector<FakeNvmlGpu> gpus = std::vector<FakeNvmlGpu>(2);
   bool deny = false;  // setters return NVML_ERROR_NO_PERMISSION
   int inits = 0, shutdowns = 0;
+  int gpm_samples_allocated = 0, gpm_samples_freed = 0;
 };
 
 }  // namespace emo::test

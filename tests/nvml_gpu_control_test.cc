@@ -6,7 +6,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "fake_nvml.h"
 
@@ -108,6 +110,50 @@ TEST_F(Nvml, RefusalsAndLostGpusAreNamed) {
             "GPU 1 (NVIDIA A100-SXM4-80GB): nvmlDeviceGetTotalEnergyConsumption: GPU is lost "
             "(the GPU fell off the bus)");
   EXPECT_DOUBLE_EQ(c->PowerW(0).value_or(-1), 250.5);  // the other GPU still answers
+}
+
+TEST_F(Nvml, ActivityIsReadBetweenGpmSamplesWhereEveryGpuHasGpm) {
+  auto c = Open();
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(c->Offers(Reading::kActivity));  // an A100: no GPM
+  EXPECT_FALSE(c->StartActivity(0));
+  EXPECT_NE(c->error().find("no GPM"), std::string::npos) << c->error();
+  c.reset();
+
+  for (test::FakeNvmlGpu& g : fake_->gpus) {
+    g.name = "NVIDIA H100 80GB HBM3";
+    g.gpm = true;
+  }
+  // Percent per NVML_GPM_METRIC_* id: SM_UTIL 2, SM_OCCUPANCY 3, INTEGER_UTIL 4, ANY_TENSOR_UTIL 5,
+  // DRAM_BW_UTIL 10, FP64_UTIL 11, FP32_UTIL 12.
+  double* pct = fake_->gpus[1].gpm_percent;
+  pct[2] = 80, pct[3] = 40, pct[4] = 10, pct[5] = 55, pct[10] = 30, pct[11] = 1, pct[12] = 20;
+  c = Open();
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->Offers(Reading::kActivity));
+  EXPECT_FALSE(c->ReadActivity(1).has_value()) << "no window open yet";
+  ASSERT_TRUE(c->StartActivity(1)) << c->error();
+  EXPECT_FALSE(c->ReadActivity(1).has_value());
+  EXPECT_NE(c->error().find("must span over 100 ms"), std::string::npos) << c->error();
+  for (int window = 0; window < 2; ++window) {  // each read opens the next window
+    std::this_thread::sleep_for(std::chrono::milliseconds(110));
+    const std::optional<Activity> a = c->ReadActivity(1);
+    ASSERT_TRUE(a.has_value()) << c->error();
+    EXPECT_DOUBLE_EQ(a->sm_util, 0.8);
+    EXPECT_DOUBLE_EQ(a->sm_occupancy, 0.4);
+    EXPECT_DOUBLE_EQ(a->integer_util, 0.1);
+    EXPECT_DOUBLE_EQ(a->fp32_util, 0.2);
+    EXPECT_DOUBLE_EQ(a->fp64_util, 0.01);
+    EXPECT_DOUBLE_EQ(a->tensor_util, 0.55);
+    EXPECT_DOUBLE_EQ(a->dram_bw_util, 0.3);
+  }
+  fake_->gpus[1].lost = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(110));
+  EXPECT_FALSE(c->ReadActivity(1).has_value());
+  EXPECT_NE(c->error().find("nvmlGpmSampleGet: GPU is lost"), std::string::npos) << c->error();
+  c.reset();
+  EXPECT_EQ(fake_->gpm_samples_freed, fake_->gpm_samples_allocated);
+  EXPECT_EQ(fake_->gpm_samples_allocated, 2);
 }
 
 TEST_F(Nvml, MissingLibraryIsAClearError) {

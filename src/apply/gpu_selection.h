@@ -77,6 +77,8 @@ class GpuView : public GpuControl {
   bool PowerLimitRange(int gpu, double* min_w, double* max_w) const override {
     return base_->PowerLimitRange(BaseIndex(gpu), min_w, max_w);
   }
+  bool StartActivity(int gpu) override { return base_->StartActivity(BaseIndex(gpu)); }
+  std::optional<Activity> ReadActivity(int gpu) override { return base_->ReadActivity(BaseIndex(gpu)); }
   std::string error() const override { return base_->error(); }
 
  private:

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -20,6 +21,35 @@ using nvmlDevice_t = void*;
 struct nvmlUtilization_t {
   unsigned int gpu, memory;  // percent
 };
+// GPU performance monitoring (GPM): an opaque sample, and the request for metrics between two.
+using nvmlGpmSample_t = void*;
+struct nvmlGpmSupport_t {
+  unsigned int version, isSupportedDevice;  // version: NVML_GPM_SUPPORT_VERSION (1)
+};
+struct nvmlGpmMetric_t {
+  unsigned int metricId;
+  nvmlReturn_t nvmlReturn;
+  double value;
+  struct {
+    char *shortName, *longName, *unit;
+  } metricInfo;
+};
+// NVML reads and writes metrics[0, numMetrics) only, so the array need not be NVML_GPM_METRIC_MAX long.
+constexpr unsigned int kGpmMetrics = 7;
+struct nvmlGpmMetricsGet_t {
+  unsigned int version;  // NVML_GPM_METRICS_GET_VERSION (1)
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1, sample2;
+  nvmlGpmMetric_t metrics[kGpmMetrics];
+};
+// NVML_GPM_METRIC_* in the order of Activity's fields.
+constexpr unsigned int kGpmMetricIds[kGpmMetrics] = {2 /*SM_UTIL*/,
+                                                     3 /*SM_OCCUPANCY*/,
+                                                     4 /*INTEGER_UTIL*/,
+                                                     12 /*FP32_UTIL*/,
+                                                     11 /*FP64_UTIL*/,
+                                                     5 /*ANY_TENSOR_UTIL*/,
+                                                     10 /*DRAM_BW_UTIL*/};
 constexpr int kNvmlSuccess = 0;
 constexpr int kNvmlErrorNoPermission = 4;
 constexpr int kNvmlErrorGpuIsLost = 15;
@@ -48,15 +78,24 @@ struct NvmlGpuControl::Api {
   nvmlReturn_t (*GetPowerUsage)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*GetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t*);
   nvmlReturn_t (*GetClockInfo)(nvmlDevice_t, int, unsigned int*);
+  // GPM (NVML 12.0 and later); null where the library lacks it.
+  nvmlReturn_t (*GpmQueryDeviceSupport)(nvmlDevice_t, nvmlGpmSupport_t*);
+  nvmlReturn_t (*GpmSampleAlloc)(nvmlGpmSample_t*);
+  nvmlReturn_t (*GpmSampleFree)(nvmlGpmSample_t);
+  nvmlReturn_t (*GpmSampleGet)(nvmlDevice_t, nvmlGpmSample_t);
+  nvmlReturn_t (*GpmMetricsGet)(nvmlGpmMetricsGet_t*);
 };
 
 struct NvmlGpuControl::Gpu {
   nvmlDevice_t handle = nullptr;
   std::string name;
-  std::string uuid;                    // "GPU-..."
-  std::vector<int> clocks;             // ascending
-  bool locked = false;                 // this object locked its clocks
-  unsigned int original_limit_mw = 0;  // the limit before this object changed it; 0: unchanged
+  std::string uuid;                                          // "GPU-..."
+  std::vector<int> clocks;                                   // ascending
+  bool locked = false;                                       // this object locked its clocks
+  unsigned int original_limit_mw = 0;                        // the limit before this object changed it; 0: unchanged
+  bool gpm = false;                                          // the GPU supports GPM
+  nvmlGpmSample_t window_start = nullptr, sample = nullptr;  // allocated by StartActivity
+  std::chrono::steady_clock::time_point window_opened;       // when window_start was taken
 };
 
 NvmlGpuControl::NvmlGpuControl() : api_(std::make_unique<Api>()) {}
@@ -103,6 +142,15 @@ std::unique_ptr<NvmlGpuControl> NvmlGpuControl::Open(std::string* err, const std
   bind(&a.GetPowerUsage, "nvmlDeviceGetPowerUsage");
   bind(&a.GetUtilizationRates, "nvmlDeviceGetUtilizationRates");
   bind(&a.GetClockInfo, "nvmlDeviceGetClockInfo");
+  auto bind_optional = [&](auto* fn, const char* symbol) {
+    *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(a.lib, symbol));
+  };
+  bind_optional(&a.GpmQueryDeviceSupport, "nvmlGpmQueryDeviceSupport");
+  bind_optional(&a.GpmSampleAlloc, "nvmlGpmSampleAlloc");
+  bind_optional(&a.GpmSampleFree, "nvmlGpmSampleFree");
+  bind_optional(&a.GpmSampleGet, "nvmlGpmSampleGet");
+  bind_optional(&a.GpmMetricsGet, "nvmlGpmMetricsGet");
+  const bool gpm = a.GpmQueryDeviceSupport && a.GpmSampleAlloc && a.GpmSampleFree && a.GpmSampleGet && a.GpmMetricsGet;
   if (!ok) {
     dlclose(a.lib);
     a.lib = nullptr;
@@ -140,6 +188,8 @@ std::unique_ptr<NvmlGpuControl> NvmlGpuControl::Open(std::string* err, const std
       const unsigned int top = *std::max_element(mem, mem + n_mem);
       if (a.GetSupportedGraphicsClocks(g.handle, top, &n_gfx, gfx) == kNvmlSuccess) g.clocks.assign(gfx, gfx + n_gfx);
     }
+    nvmlGpmSupport_t support{1, 0};
+    g.gpm = gpm && a.GpmQueryDeviceSupport(g.handle, &support) == kNvmlSuccess && support.isSupportedDevice;
     std::sort(g.clocks.begin(), g.clocks.end());
     g.clocks.erase(std::unique(g.clocks.begin(), g.clocks.end()), g.clocks.end());
     c->gpus_.push_back(std::move(g));
@@ -151,6 +201,9 @@ NvmlGpuControl::~NvmlGpuControl() {
   if (!api_->lib) return;
   std::string ignored;
   RestoreAll(&ignored);
+  for (Gpu& g : gpus_)
+    for (nvmlGpmSample_t s : {g.window_start, g.sample})
+      if (s) api_->GpmSampleFree(s);
   api_->Shutdown();
   dlclose(api_->lib);
 }
@@ -289,6 +342,54 @@ std::optional<double> NvmlGpuControl::ClockMhz(int gpu) const {
   unsigned int mhz = 0;
   const int rc = api_->GetClockInfo(gpus_[static_cast<size_t>(gpu)].handle, kNvmlClockSm, &mhz);
   return Read(gpu, rc, "nvmlDeviceGetClockInfo", mhz);
+}
+
+bool NvmlGpuControl::Offers(Reading r) const {
+  if (r != Reading::kActivity) return true;
+  return std::all_of(gpus_.begin(), gpus_.end(), [](const Gpu& g) { return g.gpm; });
+}
+
+bool NvmlGpuControl::StartActivity(int gpu) {
+  Gpu& g = gpus_[static_cast<size_t>(gpu)];
+  if (!g.gpm) {
+    error_ =
+        "GPU " + std::to_string(gpu) + " (" + g.name + "): no GPM (GPU performance monitoring needs Hopper or later)";
+    return false;
+  }
+  for (nvmlGpmSample_t* s : {&g.window_start, &g.sample})
+    if (!*s && !Check(gpu, api_->GpmSampleAlloc(s), "nvmlGpmSampleAlloc", &error_)) return false;
+  g.window_opened = std::chrono::steady_clock::now();
+  return Check(gpu, api_->GpmSampleGet(g.handle, g.window_start), "nvmlGpmSampleGet", &error_);
+}
+
+std::optional<Activity> NvmlGpuControl::ReadActivity(int gpu) {
+  Gpu& g = gpus_[static_cast<size_t>(gpu)];
+  if (!g.window_start) {
+    error_ = "GPU " + std::to_string(gpu) + ": no activity window open (StartActivity first)";
+    return std::nullopt;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (std::chrono::duration<double>(now - g.window_opened).count() < kActivityMinWindowS) {
+    error_ = "GPU " + std::to_string(gpu) + ": an activity window must span over 100 ms (GPM's sample refresh)";
+    return std::nullopt;
+  }
+  if (!Check(gpu, api_->GpmSampleGet(g.handle, g.sample), "nvmlGpmSampleGet", &error_)) return std::nullopt;
+  g.window_opened = now;
+  nvmlGpmMetricsGet_t get{};
+  get.version = 1;
+  get.numMetrics = kGpmMetrics;
+  get.sample1 = g.window_start;
+  get.sample2 = g.sample;
+  for (unsigned int i = 0; i < kGpmMetrics; ++i) get.metrics[i].metricId = kGpmMetricIds[i];
+  const int rc = api_->GpmMetricsGet(&get);
+  std::swap(g.window_start, g.sample);  // this sample opens the next window
+  if (!Check(gpu, rc, "nvmlGpmMetricsGet", &error_)) return std::nullopt;
+  double v[kGpmMetrics];
+  for (unsigned int i = 0; i < kGpmMetrics; ++i) {
+    if (!Check(gpu, get.metrics[i].nvmlReturn, "nvmlGpmMetricsGet (a metric)", &error_)) return std::nullopt;
+    v[i] = std::clamp(get.metrics[i].value / 100, 0.0, 1.0);  // percent
+  }
+  return Activity{v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
 }
 
 }  // namespace emo

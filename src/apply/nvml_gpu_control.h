@@ -2,8 +2,9 @@
 // dlopen at run time so that the same binary runs on machines without a driver. It remembers the
 // GPUs whose clocks or power limits it changed and restores them when destroyed or asked to.
 //
-// NVML offers every reading; one that NVML refuses (a GPU fallen off the bus, say) is std::nullopt
-// and leaves its message in error().
+// NVML offers every reading, activity (GPM) where every GPU supports it (Hopper and later); one
+// that NVML refuses (a GPU fallen off the bus, say) is std::nullopt and leaves its message in
+// error().
 #pragma once
 
 #include <memory>
@@ -31,7 +32,7 @@ class NvmlGpuControl : public GpuControl {
   bool SetLockedClock(int gpu, int mhz, std::string* err) override;
   bool ResetClock(int gpu, std::string* err) override;
   bool SetPowerLimit(int gpu, double watts, std::string* err) override;
-  bool Offers(Reading) const override { return true; }
+  bool Offers(Reading r) const override;
   std::optional<double> EnergyJ(int gpu) const override;
   std::optional<double> PowerW(int gpu) const override;
   std::optional<double> Utilization(int gpu) const override;
@@ -39,6 +40,8 @@ class NvmlGpuControl : public GpuControl {
   std::optional<double> ClockMhz(int gpu) const override;
   std::optional<double> PowerLimitW(int gpu) const override;
   bool PowerLimitRange(int gpu, double* min_w, double* max_w) const override;
+  bool StartActivity(int gpu) override;
+  std::optional<Activity> ReadActivity(int gpu) override;
 
   // Resets every clock this object locked and restores every power limit it changed. False with
   // *err (the first failure) when the driver refused one; the others are still attempted.

@@ -234,6 +234,7 @@ bool ZeusdGpuControl::Offers(Reading r) const {
     case Reading::kUtilization:
     case Reading::kMemoryUtilization:
     case Reading::kClock:
+    case Reading::kActivity:
       return false;  // zeusd has no route for them
   }
   return false;

@@ -70,15 +70,16 @@ int RunGpus(const GpusOptions& opt) {
         {"power_limit_range_w", range ? nlohmann::ordered_json{lo, hi} : nlohmann::ordered_json()},
         {"energy_j", json(energy)},
         {"utilization", json(util)},
-        {"memory_utilization", json(mem)}};
+        {"memory_utilization", json(mem)},
+        {"activity", gpus->Offers(Reading::kActivity)}};
     if (!opt.json)
       fmt::print(
           "GPU {}: {}{}; SM {} MHz ({} clocks, {}-{} MHz); {} W, limit {} W ({}); energy counter {} J; "
-          "utilisation {} %, memory {} %\n",
+          "utilisation {} %, memory {} %; activity counters (GPM) {}\n",
           g, name, uuid.empty() ? "" : " (" + uuid + ")", text(clock, 1, "{:.0f}"), clocks.size(),
           clocks.empty() ? 0 : clocks.front(), clocks.empty() ? 0 : clocks.back(), text(power, 1, "{:.1f}"),
           text(limit, 1, "{:.0f}"), range ? fmt::format("{:.0f}-{:.0f} W", lo, hi) : "?", text(energy, 1, "{:.1f}"),
-          text(util, 100, "{:.0f}"), text(mem, 100, "{:.0f}"));
+          text(util, 100, "{:.0f}"), text(mem, 100, "{:.0f}"), gpus->Offers(Reading::kActivity) ? "yes" : "no");
     all.push_back(j);
   }
   if (!gpus->error().empty()) {

@@ -17,7 +17,7 @@
 
 namespace emo {
 
-enum class Reading { kEnergy, kPower, kUtilization, kMemoryUtilization, kClock, kPowerLimit };
+enum class Reading { kEnergy, kPower, kUtilization, kMemoryUtilization, kClock, kPowerLimit, kActivity };
 
 inline const char* ReadingName(Reading r) {
   switch (r) {
@@ -33,9 +33,28 @@ inline const char* ReadingName(Reading r) {
       return "SM clock";
     case Reading::kPowerLimit:
       return "power limit";
+    case Reading::kActivity:
+      return "SM activity (GPM)";
   }
   return "?";
 }
+
+// What the SMs and DRAM did over a window, as NVML's GPU performance monitoring (GPM, Hopper and
+// later; nvmlGpmMetricsGet between two samples) reports it: fractions of the window's elapsed
+// time, or of its peak throughput over that time. The names are the NVML_GPM_METRIC_* they read.
+struct Activity {
+  double sm_util = 0;       // SM_UTIL: SM cycles with a warp resident / elapsed SM cycles
+  double sm_occupancy = 0;  // SM_OCCUPANCY: warps resident / the SMs' maximum, over elapsed cycles
+  double integer_util = 0;  // INTEGER_UTIL: integer pipe issue / its peak
+  double fp32_util = 0;     // FP32_UTIL
+  double fp64_util = 0;     // FP64_UTIL (non-tensor)
+  double tensor_util = 0;   // ANY_TENSOR_UTIL
+  double dram_bw_util = 0;  // DRAM_BW_UTIL: DRAM bytes / peak bandwidth × elapsed time
+};
+
+// NVML: "the interval between these two nvmlGpmSampleGet() calls should be greater than 100ms due
+// to the internal sample refresh rate of the device".
+inline constexpr double kActivityMinWindowS = 0.1;
 
 class GpuControl {
  public:
@@ -63,6 +82,11 @@ class GpuControl {
   virtual std::optional<double> PowerLimitW(int gpu) const = 0;
   // False when the range is unknown.
   virtual bool PowerLimitRange(int gpu, double* min_w, double* max_w) const = 0;
+  // Activity windows (where Offers(Reading::kActivity)): StartActivity opens one on `gpu`, and
+  // each ReadActivity returns what happened since the window opened and opens the next one; a
+  // window shorter than kActivityMinWindowS is refused (nullopt) and stays open.
+  virtual bool StartActivity(int /*gpu*/) { return false; }
+  virtual std::optional<Activity> ReadActivity(int /*gpu*/) { return std::nullopt; }
   // The last read that failed, or "".
   virtual std::string error() const { return ""; }
 };

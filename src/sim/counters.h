@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "device/gpu_control.h"
 #include "sim/device_spec.h"
 #include "sim/kernel_model.h"
 
@@ -27,19 +28,28 @@ struct CounterValues {
   double inst_tensor = 0;
   int64_t kernels = 0;
   double time_ns = 0;  // summed kernel time
+  // A time window's (Engine::StartCounters), not a range's: its length and the SM cycles that
+  // elapsed in it, summed over the SMs.
+  double elapsed_s = 0;
+  double elapsed_sm_cycles = 0;
 
   // Adds another range (warps averaged over active cycles).
   void Add(const CounterValues& o);
 };
+
+inline constexpr double kWarp = 32;
+inline constexpr double kFlopPerTensorInst = 4096;  // one m16n8k16 HMMA per warp
+inline constexpr double kMaxWarpsPerSm = 64;
+
+// A time window's counters as NVML's activity (GPM) reports them: fractions of the window's
+// elapsed SM cycles and of the device's peak rates over them.
+Activity ActivityOf(const DeviceSpec& spec, const CounterValues& window);
 
 // Counters of one kernel that ran `time_s` at `sm_clock_mhz`; `noise(i)` returns the i-th
 // multiplicative noise factor (about 1).
 template <class Noise>
 CounterValues KernelCounters(const DeviceSpec& spec, const KernelTraits& k, const KernelCost& cost, double time_s,
                              Noise&& noise) {
-  constexpr double kWarp = 32;
-  constexpr double kFlopPerTensorInst = 4096;  // one m16n8k16 HMMA per warp
-  constexpr double kMaxWarpsPerSm = 64;
   CounterValues c;
   c.sm_cycles_active = time_s * cost.sm_clock_mhz * 1e6 * spec.sm_count * cost.sm_busy * noise(0);
   c.warps_per_active_cycle = kMaxWarpsPerSm * k.occupancy * noise(1);

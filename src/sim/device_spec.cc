@@ -160,6 +160,7 @@ DeviceSpec H100() {
   // Hopper: nvmlDeviceGetPowerUsage averages over 1 s (NVML reference), of samples that, as on the
   // A100, see 25 ms of every 100 ms (arXiv 2312.02741).
   d.power_average_s = 1.0;
+  d.gpm = true;
   return d;
 }
 

@@ -74,6 +74,7 @@ struct DeviceSpec {
   double power_average_s = 0;      // nvmlDeviceGetPowerUsage: 0 = the latest sensor sample
                                    // ("instantaneous", GA100), else the mean of the samples over this span
   double util_period_s = 1.0 / 6;  // nvmlDeviceGetUtilizationRates' sample period (1/6 s to 1 s by product)
+  bool gpm = false;                // NVML's GPU performance monitoring (activity windows): Hopper and later
 
   int min_clock_mhz() const { return sm_clocks_mhz.front(); }
   int max_clock_mhz() const { return sm_clocks_mhz.back(); }

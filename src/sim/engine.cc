@@ -211,8 +211,9 @@ struct Engine::State {
   uint64_t seq = 0;
   int64_t work_events = 0;  // queued events other than ticks and telemetry
   double now = 0;
-  std::mt19937_64 rng;   // rare draws: DVFS latency, telemetry jitter
-  uint64_t noise_state;  // splitmix64 for the per-op noise (hot)
+  std::mt19937_64 rng;           // rare draws: DVFS latency, telemetry jitter
+  uint64_t noise_state;          // splitmix64 for the per-op noise (hot)
+  uint64_t counter_noise_state;  // the same for activity windows' counters
 
   std::vector<Gpu> gpus;
   std::vector<double> cpu_factor;    // [rank]: this run's speed of the rank's host CPU work
@@ -256,7 +257,8 @@ struct Engine::State {
   uint32_t n_stream_query = 0;        // interned when first needed; 0 until then
   uint32_t n_launch, n_memcpy_async, n_memcpy, n_record, n_wait, n_event_sync, n_stream_sync, n_device_sync;
 
-  State(const Program& prog, const EngineOptions& o) : p(prog), opt(o), rng(o.seed), noise_state(o.seed) {}
+  State(const Program& prog, const EngineOptions& o)
+      : p(prog), opt(o), rng(o.seed), noise_state(o.seed), counter_noise_state(o.seed ^ 0x5bd1e995a3c59e11ULL) {}
 
   // The uniform in (0, 1] that splitmix64 draws from state z.
   static uint64_t Mix(uint64_t z) {
@@ -268,10 +270,11 @@ struct Engine::State {
   // Approximately standard normal: the Irwin-Hall sum of four uniforms, scaled to unit variance
   // (tails bounded at ±3.5, which suits noise on durations). The four draws are independent of
   // each other, so they are computed side by side from a local copy of the state.
-  double Normal() {
+  double Normal() { return Normal(noise_state); }
+  static double Normal(uint64_t& state) {
     constexpr uint64_t kStep = 0x9e3779b97f4a7c15ULL;
-    const uint64_t s = noise_state;
-    noise_state = s + 4 * kStep;
+    const uint64_t s = state;
+    state = s + 4 * kStep;
     const double u1 = Uniform(s + kStep), u2 = Uniform(s + 2 * kStep), u3 = Uniform(s + 3 * kStep),
                  u4 = Uniform(s + 4 * kStep);
     return (u1 + u2 + u3 + u4 - 2) * 1.7320508075688772;
@@ -337,6 +340,13 @@ struct Engine::State {
       g.energy_j += (g.power_w * high + idle_w[0] * g.power_factor * (dt - high)) * 1e-9;
     } else {
       g.energy_j += g.power_w * dt * 1e-9;
+    }
+    if (g.counting) {  // an activity window: the SM cycles that elapsed, at the clock in effect
+      const double dropped = g.running.empty() && !g.locked ? std::max(0.0, now - g.idle_since - kIdleHoldNs) : 0;
+      const double mhz_ns =
+          g.effective_mhz * (dt - std::min(dt, dropped)) + g.spec->min_clock_mhz() * std::min(dt, dropped);
+      g.counters.elapsed_sm_cycles += mhz_ns * 1e-3 * g.spec->sm_count;
+      g.counters.elapsed_s += dt * 1e-9;
     }
     if (g.resident > 0) g.busy_ns += dt;
     g.mem_busy_ns += g.mem_share * dt;
@@ -890,8 +900,11 @@ struct Engine::State {
           g.profiling_extra_ns += ran_s * 1e9 * (kRangeProfilerPasses - 1) / kRangeProfilerPasses;
           ran_s /= kRangeProfilerPasses;
         }
+        // An activity window's noise comes from a stream of its own, so that opening one leaves
+        // the run's noise as it was.
+        uint64_t& noise = range ? noise_state : counter_noise_state;
         const CounterValues c =
-            KernelCounters(*g.spec, k, cost_now, ran_s, [&](int) { return std::max(0.9, 1 + 0.01 * Normal()); });
+            KernelCounters(*g.spec, k, cost_now, ran_s, [&](int) { return std::max(0.9, 1 + 0.01 * Normal(noise)); });
         if (g.counting) g.counters.Add(c);
         if (range) range->Add(c);
       }
@@ -1291,6 +1304,7 @@ double Engine::PowerW(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)]
 double Engine::Utilization(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_util; }
 double Engine::MemoryUtilization(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].sample_mem_util; }
 const std::string& Engine::DeviceName(int gpu) const { return s_->gpus[static_cast<size_t>(gpu)].spec->name; }
+const DeviceSpec& Engine::Spec(int gpu) const { return *s_->gpus[static_cast<size_t>(gpu)].spec; }
 double Engine::ClockMhz(int gpu) const {
   const Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
   return s_->IdleDropped(g) ? g.spec->min_clock_mhz() : g.effective_mhz;
@@ -1301,11 +1315,13 @@ double Engine::PowerFactor(int gpu) const { return s_->gpus[static_cast<size_t>(
 double Engine::now_ns() const { return s_->now; }
 void Engine::StartCounters(int gpu) {
   Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  s_->Advance(g);
   g.counting = true;
   g.counters = CounterValues{};
 }
 CounterValues Engine::StopCounters(int gpu) {
   Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  s_->Advance(g);
   g.counting = false;
   return g.counters;
 }

@@ -81,6 +81,7 @@ class Engine {
   // Clock control and telemetry of one GPU (= rank), as NVML offers them.
   int gpus() const;
   const std::string& DeviceName(int gpu) const;
+  const DeviceSpec& Spec(int gpu) const;  // the product's public figures (peaks, clocks, telemetry)
   const std::vector<int>& SupportedClocks(int gpu) const;
   void SetLockedClock(int gpu, int mhz);      // takes effect after the DVFS latency, in issue order
   void ResetClock(int gpu);                   // back to the default governor (boost clock), after the latency

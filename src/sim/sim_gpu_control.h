@@ -11,7 +11,7 @@ namespace emo::sim {
 
 class SimGpuControl : public GpuControl {
  public:
-  explicit SimGpuControl(Engine* engine) : e_(engine) {}
+  explicit SimGpuControl(Engine* engine) : e_(engine), window_start_ns_(static_cast<size_t>(engine->gpus()), -1) {}
   int Count() const override { return e_->gpus(); }
   std::string Name(int gpu) const override { return e_->DeviceName(gpu); }
   std::vector<int> SupportedClocks(int gpu) const override { return e_->SupportedClocks(gpu); }
@@ -30,7 +30,8 @@ class SimGpuControl : public GpuControl {
     e_->SetPowerLimit(gpu, watts);
     return true;
   }
-  bool Offers(Reading) const override { return true; }
+  // Every reading; activity (GPM) on the products that have it.
+  bool Offers(Reading r) const override { return r != Reading::kActivity || e_->Spec(0).gpm; }
   std::optional<double> EnergyJ(int gpu) const override { return Valid(gpu) ? e_->EnergyCounterJ(gpu) : Nothing(); }
   std::optional<double> PowerW(int gpu) const override { return Valid(gpu) ? e_->PowerW(gpu) : Nothing(); }
   std::optional<double> Utilization(int gpu) const override { return Valid(gpu) ? e_->Utilization(gpu) : Nothing(); }
@@ -44,6 +45,19 @@ class SimGpuControl : public GpuControl {
     e_->PowerLimitRange(gpu, min_w, max_w);
     return true;
   }
+  bool StartActivity(int gpu) override {
+    if (!Valid(gpu) || !Offers(Reading::kActivity)) return false;
+    e_->StartCounters(gpu);
+    window_start_ns_[static_cast<size_t>(gpu)] = e_->now_ns();
+    return true;
+  }
+  std::optional<Activity> ReadActivity(int gpu) override {
+    if (!Valid(gpu) || window_start_ns_[static_cast<size_t>(gpu)] < 0) return std::nullopt;
+    if (e_->now_ns() - window_start_ns_[static_cast<size_t>(gpu)] < kActivityMinWindowS * 1e9) return std::nullopt;
+    const CounterValues window = e_->StopCounters(gpu);
+    StartActivity(gpu);
+    return ActivityOf(e_->Spec(gpu), window);
+  }
 
  private:
   static std::optional<double> Nothing() { return std::nullopt; }
@@ -54,6 +68,7 @@ class SimGpuControl : public GpuControl {
     return false;
   }
   Engine* e_;
+  std::vector<double> window_start_ns_;  // per GPU: when its activity window opened; -1: none
 };
 
 // Runs controllers on the simulator's clock: their iteration hook, periodic tick and timers come

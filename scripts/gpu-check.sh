@@ -38,7 +38,7 @@ tail -3 "$out/calibrate.err"
 if timeout 420 "$emo" gpoeo train --device cuda:0 --workloads 6 --eval-workloads 3 --clocks 5 -o "$out/gpoeo-cuda" \
     >"$out/gpoeo-train.out" 2>&1; then
   tail -4 "$out/gpoeo-train.out"
-  python3 -c "import json; m=json.load(open('$out/gpoeo-cuda/meta.json')); print('corpus', m['corpus'], 'MAPE energy', m['eval_mape_energy_pct'], 'time', m['eval_mape_time_pct'])" &&
+  python3 -c "import json; m=json.load(open('$out/gpoeo-cuda/meta.json')); print('corpus', m['corpus'], 'features', len(m['features']), '(15: with GPM activity)', 'MAPE energy', m['eval_mape_energy_pct'], 'time', m['eval_mape_time_pct'])" &&
     pass "emo gpoeo train --device cuda:0" || fail "emo gpoeo train --device cuda:0"
 else
   tail -5 "$out/gpoeo-train.out"; fail "emo gpoeo train --device cuda:0"

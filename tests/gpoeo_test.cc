@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -147,6 +148,53 @@ TEST(Gpoeo, OptionsAndRefusals) {
   shipped.models_dir = std::string(EMO_MODELS_DIR) + "/gpoeo-sim-a100";
   Gpoeo h(&other, shipped);
   EXPECT_NE(h.error().find("models trained on A100-SXM4-80GB, GPU 0 is H100-SXM"), std::string::npos) << h.error();
+  // The shipped H100 models take activity features, which these GPUs do not offer.
+  shipped.models_dir = std::string(EMO_MODELS_DIR) + "/gpoeo-sim-h100";
+  Gpoeo no_gpm(&other, shipped);
+  EXPECT_NE(no_gpm.error().find("the models take activity features, and this GPU back end offers no SM activity (GPM) "
+                                "reading (train models without: `emo gpoeo train --features telemetry`)"),
+            std::string::npos)
+      << no_gpm.error();
+}
+
+// The features are means over the samples' last whole periods: telemetry always, then the activity
+// counters where the samples have them. By hand: 7 samples 0.1 s apart, a 0.3 s period: the last
+// 6 samples (i = 1..6) count, and sample i's tensor utilisation is i / 10 (mean 0.35).
+TEST(GpoeoModel, ActivityFeaturesAreMeansOverTheLastWholePeriods) {
+  GpoeoSamples telemetry, both;
+  for (int i = 0; i < 7; ++i) {
+    Activity a;
+    a.tensor_util = i / 10.0;
+    a.dram_bw_util = 0.5;
+    telemetry.push(100 + i, 0.5, 0.2, 1000);
+    both.push(100 + i, 0.5, 0.2, 1000, a);
+  }
+  const std::vector<double> t = GpoeoFeatures(telemetry, 0.1, 0.3, 400, 2000);
+  const std::vector<double> f = GpoeoFeatures(both, 0.1, 0.3, 400, 2000);
+  ASSERT_EQ(t.size(), GpoeoFeatureNames(false).size());
+  ASSERT_EQ(f.size(), GpoeoFeatureNames(true).size());
+  EXPECT_TRUE(std::equal(t.begin(), t.end(), f.begin()));  // the telemetry features come first, the same
+  EXPECT_NEAR(f[0], (103.5 / 400), 1e-12);                 // mean power over samples 1..6 / limit
+  const std::vector<std::string> names = GpoeoFeatureNames(true);
+  auto at = [&](const char* name) {
+    return f[static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin())];
+  };
+  EXPECT_NEAR(at("tensor_util"), 0.35, 1e-12);
+  EXPECT_NEAR(at("dram_bw_util"), 0.5, 1e-12);
+  EXPECT_EQ(at("fp64_util"), 0);
+  const GpoeoSamples tail = both.Slice(4, 7);
+  ASSERT_EQ(tail.activity.size(), 3u);
+  EXPECT_EQ(tail.activity[0].tensor_util, 0.4);
+
+  // Models that take activity refuse features without it.
+  GpoeoModels models;
+  std::string err;
+  ASSERT_TRUE(models.Load(std::string(EMO_MODELS_DIR) + "/gpoeo-sim-h100", &err)) << err;
+  EXPECT_TRUE(models.activity);
+  GpoeoPrediction pred;
+  EXPECT_FALSE(models.Predict(t, {1500, 1980}, 1980, &pred, &err));
+  EXPECT_EQ(err, "the models take 15 features, the readings gave 8 (no activity readings?)");
+  EXPECT_TRUE(models.Predict(f, {1500, 1980}, 1980, &pred, &err)) << err;
 }
 
 // Per-iteration time and energy over iterations [first, last) of a run, with or without GPOEO.

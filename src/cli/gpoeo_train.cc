@@ -88,6 +88,10 @@ std::string SpecName(const nlohmann::json& s) {
   return name;
 }
 
+// What a run's features are read from: none (a probe or a sweep's other clocks), the telemetry,
+// or the telemetry and the activity counters.
+enum class Features { kNone, kTelemetry, kActivity };
+
 // One run: per-iteration time and energy over the iterations after the warm-up, and telemetry at
 // kSampleMs as the controller reads it.
 struct RunResult {
@@ -95,7 +99,7 @@ struct RunResult {
   std::vector<double> features;
 };
 
-bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, bool features, RunResult* out,
+bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, Features features, RunResult* out,
            std::string* err) {
   sim::EngineOptions eo;
   eo.iterations = iterations;
@@ -109,7 +113,10 @@ bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, 
     for (int g = 0; g < n; ++g) gpus.SetLockedClock(g, mhz, err);
   std::vector<double> sample_t;
   GpoeoSamples samples;
-  if (features)
+  GpoeoActivity activity(&gpus, kSampleMs * 1e-3);
+  if (features == Features::kActivity && !activity.Start(err)) return false;
+  std::string read_err;
+  if (features != Features::kNone)
     e.Every(kSampleMs, [&](double now) {
       double p = 0, u = 0, m = 0, c = 0;
       for (int g = 0; g < n; ++g) {
@@ -119,7 +126,10 @@ bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, 
         c += e.ClockMhz(g);
       }
       sample_t.push_back(now);
-      samples.push(p, u / n, m / n, c / n);
+      if (features != Features::kActivity)
+        samples.push(p, u / n, m / n, c / n);
+      else if (read_err.empty() && activity.Tick(&read_err))
+        samples.push(p, u / n, m / n, c / n, activity.last());
     });
   double t0 = -1, e0 = 0;
   e.OnIterationStart([&](int it, double now) {
@@ -128,12 +138,16 @@ bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, 
     for (int g = 0; g < n; ++g) e0 += e.EnergyCounterJ(g);
   });
   if (!e.Run(err)) return false;
+  if (!read_err.empty()) {
+    *err = read_err;
+    return false;
+  }
   double e1 = 0;
   for (int g = 0; g < n; ++g) e1 += e.EnergyCounterJ(g);
   const double measured = iterations - kWarmup;
   out->iteration_s = (e.end_ns() - t0) * 1e-9 / measured;
   out->iteration_j = (e1 - e0) / measured;
-  if (features) {
+  if (features != Features::kNone) {
     size_t first = 0;
     while (first < sample_t.size() && sample_t[first] < t0) ++first;
     double limit = 0;
@@ -177,8 +191,8 @@ int IterationsFor(double iteration_s) {
   return kWarmup + std::clamp(static_cast<int>(std::ceil(2.0 / iteration_s)), 3, 20);
 }
 
-bool Sweep(const nlohmann::json& spec, const std::vector<int>& clocks, uint64_t seed, Swept* out, bool* usable,
-           std::string* err) {
+bool Sweep(const nlohmann::json& spec, const std::vector<int>& clocks, Features features, uint64_t seed, Swept* out,
+           bool* usable, std::string* err) {
   out->spec = spec;
   out->name = SpecName(spec);
   nlohmann::json named = spec;
@@ -191,18 +205,18 @@ bool Sweep(const nlohmann::json& spec, const std::vector<int>& clocks, uint64_t 
   // A short probe of the iteration time decides whether the job suits GPOEO's sampling (periods of
   // 0.1-4 s; the controller samples every 20 ms) and how long to run it.
   RunResult probe;
-  if (!RunAt(out->program, 0, 3, seed, false, &probe, err)) return false;
+  if (!RunAt(out->program, 0, 3, seed, Features::kNone, &probe, err)) return false;
   *usable = probe.iteration_s >= 0.1 && probe.iteration_s <= 4;
   if (!*usable) return true;
   const int iterations = IterationsFor(probe.iteration_s);
   RunResult base;
-  if (!RunAt(out->program, 0, iterations, seed, true, &base, err)) return false;
+  if (!RunAt(out->program, 0, iterations, seed, features, &base, err)) return false;
   return SweepClocks(clocks, base, out, [&](int mhz, RunResult* r) {
-    return RunAt(out->program, mhz, iterations, seed + static_cast<uint64_t>(mhz), false, r, err);
+    return RunAt(out->program, mhz, iterations, seed + static_cast<uint64_t>(mhz), Features::kNone, r, err);
   });
 }
 
-bool BuildCorpus(const std::string& device, int count, uint64_t seed, const std::vector<int>& clocks,
+bool BuildCorpus(const std::string& device, int count, uint64_t seed, const std::vector<int>& clocks, Features features,
                  const std::set<std::string>& exclude, std::vector<Swept>* out, std::string* err) {
   std::mt19937_64 rng(seed);
   std::set<std::string> seen = exclude;
@@ -212,7 +226,7 @@ bool BuildCorpus(const std::string& device, int count, uint64_t seed, const std:
     if (!seen.insert(name).second) continue;  // disjoint corpora, no duplicates
     Swept s;
     bool usable = false;
-    if (!Sweep(spec, clocks, seed * 7919 + static_cast<uint64_t>(draws), &s, &usable, err)) {
+    if (!Sweep(spec, clocks, features, seed * 7919 + static_cast<uint64_t>(draws), &s, &usable, err)) {
       *err = name + ": " + *err;
       return false;
     }
@@ -263,18 +277,23 @@ enum class Measure { kTime, kEnergy, kFeatures };
 // interface only. Time per iteration from the iterations' ends after the warm-up; energy per
 // iteration from the energy counter's power over the same window; features from the telemetry
 // polled every kSampleMs inside it.
-bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Measure what, RunResult* out,
-              std::string* err) {
+bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Measure what, Features features,
+              RunResult* out, std::string* err) {
   struct Poll {
     double t, energy, power, util, mem, clock;
+    Activity activity;
   };
   std::vector<Poll> polls;
   std::string read_err;
   double limit_w = 0;
+  std::unique_ptr<GpoeoActivity> activity;
   auto start = [&](GpuControl& gpus) {
     if (mhz > 0 && !gpus.SetLockedClock(0, mhz, &read_err))
       read_err = "locking " + std::to_string(mhz) + " MHz: " + read_err;
     limit_w = gpus.PowerLimitW(0).value_or(0);
+    if (features != Features::kActivity) return;
+    activity = std::make_unique<GpoeoActivity>(&gpus, kSampleMs * 1e-3);
+    if (std::string e; !activity->Start(&e) && read_err.empty()) read_err = e;
   };
   auto poll = [&](GpuControl& gpus, double now) {
     const auto e = gpus.EnergyJ(0), p = gpus.PowerW(0), u = gpus.Utilization(0), m = gpus.MemoryUtilization(0),
@@ -283,7 +302,8 @@ bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Meas
       if (read_err.empty()) read_err = "telemetry: " + gpus.error();
       return;
     }
-    polls.push_back({now, *e, *p, *u, *m, *c});
+    if (activity && read_err.empty() && !activity->Tick(&read_err)) return;
+    polls.push_back({now, *e, *p, *u, *m, *c, activity ? activity->last() : Activity{}});
   };
   JobRun run;
   if (!dev.RunJob(job, iterations, kSampleMs, start, poll, &run, err)) return false;
@@ -310,7 +330,11 @@ bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Meas
   out->iteration_j = power_w * out->iteration_s;
   if (what == Measure::kFeatures) {
     GpoeoSamples samples;
-    for (size_t i = first; i < last; ++i) samples.push(polls[i].power, polls[i].util, polls[i].mem, polls[i].clock);
+    for (size_t i = first; i < last; ++i)
+      if (features == Features::kActivity)
+        samples.push(polls[i].power, polls[i].util, polls[i].mem, polls[i].clock, polls[i].activity);
+      else
+        samples.push(polls[i].power, polls[i].util, polls[i].mem, polls[i].clock);
     out->features = GpoeoFeatures(samples, kSampleMs * 1e-3, out->iteration_s, limit_w, dev.SupportedClocks().back());
   }
   return true;
@@ -318,15 +342,15 @@ bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Meas
 
 // Sweeps a job over the clocks, as Sweep does a workload. A job whose iteration is under 0.1 s is
 // lengthened to about 0.12 s (its launches and gap multiplied); one over 4 s is left out.
-bool SweepJob(BenchDevice& dev, MixJob job, const std::vector<int>& clocks, Swept* out, bool* usable,
+bool SweepJob(BenchDevice& dev, MixJob job, const std::vector<int>& clocks, Features features, Swept* out, bool* usable,
               std::string* err) {
   RunResult probe;
-  if (!RunJobAt(dev, job, 0, 4, Measure::kTime, &probe, err)) return false;
+  if (!RunJobAt(dev, job, 0, 4, Measure::kTime, Features::kNone, &probe, err)) return false;
   if (probe.iteration_s < 0.1) {
     const int k = static_cast<int>(std::ceil(0.12 / probe.iteration_s));
     for (auto& [b, n] : job.launches) n *= k;
     job.host_gap_ms *= k;
-    if (!RunJobAt(dev, job, 0, 4, Measure::kTime, &probe, err)) return false;
+    if (!RunJobAt(dev, job, 0, 4, Measure::kTime, Features::kNone, &probe, err)) return false;
   }
   *usable = probe.iteration_s >= 0.1 && probe.iteration_s <= 4;
   if (!*usable) return true;
@@ -335,17 +359,17 @@ bool SweepJob(BenchDevice& dev, MixJob job, const std::vector<int>& clocks, Swep
   out->job = job;
   const int iterations = IterationsFor(probe.iteration_s);
   RunResult base;
-  if (!RunJobAt(dev, job, 0, iterations, Measure::kFeatures, &base, err)) return false;
+  if (!RunJobAt(dev, job, 0, iterations, Measure::kFeatures, features, &base, err)) return false;
   return SweepClocks(clocks, base, out, [&](int mhz, RunResult* r) {
-    return RunJobAt(dev, job, mhz, iterations, Measure::kEnergy, r, err);
+    return RunJobAt(dev, job, mhz, iterations, Measure::kEnergy, Features::kNone, r, err);
   });
 }
 
 // The kernel-mix corpus: `count` usable jobs, none named in `exclude`. With `spec` (a simulated
 // device), each also gets the program the controller's evaluation runs.
 bool BuildMixCorpus(BenchDevice& dev, const sim::DeviceSpec* spec, int count, uint64_t seed,
-                    const std::vector<int>& clocks, const std::set<std::string>& exclude, std::vector<Swept>* out,
-                    std::string* err) {
+                    const std::vector<int>& clocks, Features features, const std::set<std::string>& exclude,
+                    std::vector<Swept>* out, std::string* err) {
   std::mt19937_64 rng(seed);
   std::set<std::string> seen = exclude;
   for (int draws = 0; static_cast<int>(out->size()) < count && draws < 20 * count; ++draws) {
@@ -353,7 +377,7 @@ bool BuildMixCorpus(BenchDevice& dev, const sim::DeviceSpec* spec, int count, ui
     if (!seen.insert(MixJobName(job)).second) continue;
     Swept s;
     bool usable = false;
-    if (!SweepJob(dev, job, clocks, &s, &usable, err)) {
+    if (!SweepJob(dev, job, clocks, features, &s, &usable, err)) {
       *err = MixJobName(job) + ": " + *err;
       return false;
     }
@@ -493,6 +517,14 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
     return 1;
   }
   const std::string device_name = bench->Name();
+  const bool offers_activity = dev ? dev->gpm : cuda.gpu->Offers(Reading::kActivity);
+  if (opt.features == "activity" && !offers_activity) {
+    fmt::print(stderr, "emo gpoeo train: --features activity: {} offers no {} reading\n", device_name,
+               ReadingName(Reading::kActivity));
+    return 1;
+  }
+  const Features features =
+      opt.features == "telemetry" || !offers_activity ? Features::kTelemetry : Features::kActivity;
   // The clocks swept: `clocks` spread evenly over the supported ones, the default (highest) included.
   const std::vector<int> all = bench->SupportedClocks();
   std::vector<int> clocks;
@@ -504,8 +536,8 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
 
   auto build = [&](const std::string& kind, int count, uint64_t seed, const std::set<std::string>& exclude,
                    std::vector<Swept>* out) {
-    return kind == "mix" ? BuildMixCorpus(*bench, dev, count, seed, clocks, exclude, out, &err)
-                         : BuildCorpus(device_name, count, seed, clocks, exclude, out, &err);
+    return kind == "mix" ? BuildMixCorpus(*bench, dev, count, seed, clocks, features, exclude, out, &err)
+                         : BuildCorpus(device_name, count, seed, clocks, features, exclude, out, &err);
   };
   auto what = [](const std::string& kind) { return kind == "mix" ? "kernel-mix jobs" : "workloads"; };
   std::vector<Swept> train, eval;
@@ -525,8 +557,9 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
 
   std::vector<float> x, e, t;
   Rows(train, max_mhz, &x, &e, &t);
-  const size_t cols = kGpoeoFeatures + 1;
   GpoeoModels models;
+  models.activity = features == Features::kActivity;
+  const size_t cols = GpoeoFeatureNames(models.activity).size() + 1;
   GbtParams p;
   p.rounds = 300;
   p.max_depth = 4;

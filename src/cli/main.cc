@@ -253,6 +253,10 @@ int main(int argc, char** argv) {
   gt->add_option("--eval-corpus", gtrain.eval_corpus,
                  "the held-out corpus's kind, workloads or mix (default: the training corpus's): models trained on "
                  "kernel-mix jobs can be judged on the simulator's workloads");
+  gt->add_option("--features", gtrain.features,
+                 "telemetry (power, utilisation, clock: every GPU back end but zeusd) or activity (those and NVML's "
+                 "GPM activity counters, Hopper and later); default: activity where the device offers it")
+      ->check(CLI::IsMember({"telemetry", "activity"}));
   gt->add_option("-o,--output", gtrain.out, "MODEL_DIR to write (meta.json, energy.json, time.json, corpus.json)")
       ->required();
   gt->add_option("--workloads", gtrain.train_workloads, "generated workloads in the training corpus")

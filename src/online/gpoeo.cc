@@ -264,6 +264,18 @@ Gpoeo::Gpoeo(GpuControl* gpus, const GpoeoOptions& options) : gpus_(gpus), o_(op
          " (train with `emo gpoeo train` and pass models=DIR)");
     return;
   }
+  if (models_.activity) {  // one activity window per tick, from now on
+    if (!gpus_->Offers(Reading::kActivity)) {
+      Fail(dir + ": the models take activity features, and this GPU back end offers no " +
+           ReadingName(Reading::kActivity) + " reading (train models without: `emo gpoeo train --features telemetry`)");
+      return;
+    }
+    activity_ = std::make_unique<GpoeoActivity>(gpus_, Dt());
+    if (!activity_->Start(&err)) {
+      Fail(err);
+      return;
+    }
+  }
   Restart(0);
 }
 
@@ -381,11 +393,18 @@ void Gpoeo::Tick(double now_ns) {
     gpu_m.push_back(*mem);
   }
   const double n = gpus_->Count();
+  if (std::string err; activity_ && !activity_->Tick(&err)) {
+    Fail(err);
+    return;
+  }
   ++ticks_;
   // The sample joins the measurement: the trace, and each reading's updates.
   auto record = [&] {
     if (trace_.size() == 0) trace_start_s_ = now_s_;
-    trace_.push(p, u / n, m / n, c / n);
+    if (activity_)
+      trace_.push(p, u / n, m / n, c / n, activity_->last());
+    else
+      trace_.push(p, u / n, m / n, c / n);
     for (int g = 0; g < gpus_->Count(); ++g) {
       const size_t i = static_cast<size_t>(g);
       series_[3 * i].Add(now_s_, gpu_p[i]);

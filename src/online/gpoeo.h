@@ -6,8 +6,9 @@
 // (the period or the power drifting), which starts it over. Spec: ../shared/reference/GPOEO.md.
 //
 // Where EMO's GPOEO differs from upstream, and why:
-// - Features are telemetry, not CUPTI counters (gpoeo_model.h): online methods reach the GPU only
-//   through GpuControl.
+// - Features are telemetry and, where the GPUs offer them, NVML's GPM activity counters, not CUPTI
+//   counters (gpoeo_model.h): online methods reach the GPU only through GpuControl, and GPM needs
+//   no injection into the job.
 // - All GPUs of the job share one clock, and GPOEO's signal is their summed power and mean
 //   utilisation: the ranks of a tensor- or data-parallel job wait for each other, so a clock
 //   chosen per GPU would be measured through the others'.
@@ -208,6 +209,7 @@ class Gpoeo : public OnlineMethod {
   // greater than the clocks'.
   bool LooksAliased(const Probed& p) const;
   std::vector<double> features_;
+  std::unique_ptr<GpoeoActivity> activity_;  // where the models take activity features
   int predicted_mhz_ = 0;
   double predicted_energy_ = 1, predicted_time_ = 1;
   // Search.

@@ -1,4 +1,4 @@
-// gpoeo_model.cc — GPOEO's telemetry features and the energy/time model pair.
+// gpoeo_model.cc — GPOEO's telemetry and activity features and the energy/time model pair.
 #include "online/gpoeo_model.h"
 
 #include <algorithm>
@@ -13,6 +13,7 @@ void GpoeoSamples::clear() {
   util.clear();
   mem_util.clear();
   clock_mhz.clear();
+  activity.clear();
 }
 
 void GpoeoSamples::push(double p, double u, double m, double c) {
@@ -22,11 +23,63 @@ void GpoeoSamples::push(double p, double u, double m, double c) {
   clock_mhz.push_back(c);
 }
 
+void GpoeoSamples::push(double p, double u, double m, double c, const Activity& a) {
+  push(p, u, m, c);
+  activity.push_back(a);
+}
+
 GpoeoSamples GpoeoSamples::Slice(size_t begin, size_t end) const {
   GpoeoSamples out;
   end = std::min(end, size());
   for (size_t i = begin; i < end; ++i) out.push(power_w[i], util[i], mem_util[i], clock_mhz[i]);
+  if (activity.size() == size())
+    out.activity.assign(activity.begin() + static_cast<ptrdiff_t>(begin),
+                        activity.begin() + static_cast<ptrdiff_t>(std::max(begin, end)));
   return out;
+}
+
+void AddActivity(Activity* sum, const Activity& a, double w) {
+  sum->sm_util += w * a.sm_util;
+  sum->sm_occupancy += w * a.sm_occupancy;
+  sum->integer_util += w * a.integer_util;
+  sum->fp32_util += w * a.fp32_util;
+  sum->fp64_util += w * a.fp64_util;
+  sum->tensor_util += w * a.tensor_util;
+  sum->dram_bw_util += w * a.dram_bw_util;
+}
+
+GpoeoActivity::GpoeoActivity(GpuControl* gpus, double dt_s)
+    : gpus_(gpus), every_(static_cast<int>(std::floor(kActivityMinWindowS / dt_s * (1 + 1e-9))) + 1) {}
+
+bool GpoeoActivity::Start(std::string* err) {
+  for (int g = 0; g < gpus_->Count(); ++g)
+    if (!gpus_->StartActivity(g)) {
+      *err = "GPU " + std::to_string(g) + ": cannot open an activity window: " + gpus_->error();
+      return false;
+    }
+  return true;
+}
+
+bool GpoeoActivity::Tick(std::string* err) {
+  if (++ticks_ % every_ != 0) return true;
+  Activity mean;
+  const double n = gpus_->Count();
+  for (int g = 0; g < gpus_->Count(); ++g) {
+    const std::optional<Activity> a = gpus_->ReadActivity(g);
+    if (!a) {
+      *err = "GPU " + std::to_string(g) + ": activity read failed: " + gpus_->error();
+      return false;
+    }
+    AddActivity(&mean, *a, 1 / n);
+  }
+  last_ = mean;
+  return true;
+}
+
+std::vector<std::string> GpoeoFeatureNames(bool activity) {
+  std::vector<std::string> names(std::begin(kGpoeoFeatureNames), std::end(kGpoeoFeatureNames));
+  if (activity) names.insert(names.end(), std::begin(kGpoeoActivityFeatureNames), std::end(kGpoeoActivityFeatureNames));
+  return names;
 }
 
 std::vector<double> GpoeoFeatures(const GpoeoSamples& s, double dt_s, double period_s, double power_limit_w,
@@ -50,14 +103,21 @@ std::vector<double> GpoeoFeatures(const GpoeoSamples& s, double dt_s, double per
   const double pm = p * k, sd = std::sqrt(std::max(0.0, p2 * k - pm * pm)), um = u * k, mm = m * k;
   const double limit = power_limit_w > 0 ? power_limit_w : 1;
   const double busy = std::max(um, 0.01);
-  return {pm / limit,
-          sd / limit,
-          um,
-          low * k,
-          mm,
-          mm / busy,
-          pm / limit / busy,
-          max_clock_mhz > 0 ? c * k / max_clock_mhz : 0};
+  std::vector<double> f = {pm / limit,
+                           sd / limit,
+                           um,
+                           low * k,
+                           mm,
+                           mm / busy,
+                           pm / limit / busy,
+                           max_clock_mhz > 0 ? c * k / max_clock_mhz : 0};
+  if (s.activity.size() == s.size() && n > 0) {
+    Activity mean;
+    for (size_t i = begin; i < s.size(); ++i) AddActivity(&mean, s.activity[i], k);
+    f.insert(f.end(), {mean.sm_util, mean.sm_occupancy, mean.integer_util, mean.fp32_util, mean.fp64_util,
+                       mean.tensor_util, mean.dram_bw_util});
+  }
+  return f;
 }
 
 void GpoeoRow(const std::vector<double>& features, double mhz, double max_clock_mhz, std::vector<float>* row) {
@@ -79,17 +139,21 @@ bool GpoeoModels::Load(const std::string& dir, std::string* err) {
     *err = meta_path + ": not a JSON object";
     return false;
   }
-  std::vector<std::string> names;
-  for (const char* n : kGpoeoFeatureNames) names.push_back(n);
-  if (!meta.contains("features") || meta["features"] != nlohmann::ordered_json(names)) {
+  const nlohmann::ordered_json features = meta.value("features", nlohmann::ordered_json());
+  if (features == nlohmann::ordered_json(GpoeoFeatureNames(true)))
+    activity = true;
+  else if (features == nlohmann::ordered_json(GpoeoFeatureNames(false)))
+    activity = false;
+  else {
     *err = meta_path + ": features differ from this build's (" + std::to_string(kGpoeoFeatures) +
-           " telemetry features): retrain with `emo gpoeo train`";
+           " telemetry features, then perhaps " + std::to_string(std::size(kGpoeoActivityFeatureNames)) +
+           " activity ones): retrain with `emo gpoeo train`";
     return false;
   }
   if (!energy.Load(dir + "/energy.json", err) || !time.Load(dir + "/time.json", err)) return false;
-  if (energy.cols() != kGpoeoFeatures + 1 || time.cols() != kGpoeoFeatures + 1) {
-    *err = dir + ": the models take " + std::to_string(energy.cols()) + " features, not " +
-           std::to_string(kGpoeoFeatures + 1);
+  const size_t cols = GpoeoFeatureNames(activity).size() + 1;
+  if (energy.cols() != cols || time.cols() != cols) {
+    *err = dir + ": the models take " + std::to_string(energy.cols()) + " features, not " + std::to_string(cols);
     return false;
   }
   return true;
@@ -103,9 +167,7 @@ bool GpoeoModels::Save(const std::string& dir, std::string* err) const {
     return false;
   }
   nlohmann::ordered_json m = meta;
-  std::vector<std::string> names;
-  for (const char* n : kGpoeoFeatureNames) names.push_back(n);
-  m["features"] = names;
+  m["features"] = GpoeoFeatureNames(activity);
   std::ofstream f(dir + "/meta.json");
   f << m.dump(2) << "\n";
   if (!f) {
@@ -117,6 +179,11 @@ bool GpoeoModels::Save(const std::string& dir, std::string* err) const {
 
 bool GpoeoModels::Predict(const std::vector<double>& features, const std::vector<int>& mhz, double max_clock_mhz,
                           GpoeoPrediction* out, std::string* err) const {
+  if (features.size() != GpoeoFeatureNames(activity).size()) {
+    *err = "the models take " + std::to_string(GpoeoFeatureNames(activity).size()) + " features, the readings gave " +
+           std::to_string(features.size()) + (activity ? " (no activity readings?)" : "");
+    return false;
+  }
   std::vector<float> x;
   for (int f : mhz) GpoeoRow(features, f, max_clock_mhz, &x);
   std::vector<float> e, t;

@@ -5,12 +5,16 @@
 //
 // Features. GPOEO profiles CUPTI counters (IPC, cache misses, 12 pipe utilisations) at the default
 // clock. Online methods see only what GpuControl offers, not a MetricSource, so EMO's GPOEO uses
-// the telemetry instead: power, SM utilisation, memory utilisation and SM clock, sampled every tick
-// and reduced over the whole periods of a window (kGpoeoFeatureNames). The clock being asked about
-// is one more feature, as a fraction of the highest supported clock (GPOEO's f/1800 MHz).
+// the telemetry (power, SM utilisation, memory utilisation and SM clock: kGpoeoFeatureNames) and,
+// where the GPUs offer it, their activity counters (NVML's GPM on Hopper and later: SM activity and
+// occupancy, integer, FP32, FP64 and tensor pipe utilisation, DRAM bandwidth:
+// kGpoeoActivityFeatureNames), sampled every tick and reduced over the whole periods of a window.
+// The clock being asked about is one more feature, as a fraction of the highest supported clock
+// (GPOEO's f/1800 MHz).
 //
 // Model directory (MODEL_DIR):
-//   meta.json    {"device": name the models were trained on, "features": kGpoeoFeatureNames,
+//   meta.json    {"device": name the models were trained on, "features": kGpoeoFeatureNames
+//                 (then kGpoeoActivityFeatureNames where trained with activity),
 //                 "sample_ms": telemetry interval, "command": the command that made them, and
 //                 free-form training figures}
 //   energy.json  XGBoost model: energy per period at the clock / energy at the default clock
@@ -21,19 +25,22 @@
 #include <string>
 #include <vector>
 
+#include "device/gpu_control.h"
 #include "online/gbt_model.h"
 
 namespace emo {
 
 // Telemetry of all the GPUs that GPOEO controls together, one entry per sample.
 struct GpoeoSamples {
-  std::vector<double> power_w;    // summed over the GPUs
-  std::vector<double> util;       // SM utilisation, mean over the GPUs, fraction
-  std::vector<double> mem_util;   // memory utilisation, mean over the GPUs, fraction
-  std::vector<double> clock_mhz;  // SM clock, mean over the GPUs
+  std::vector<double> power_w;     // summed over the GPUs
+  std::vector<double> util;        // SM utilisation, mean over the GPUs, fraction
+  std::vector<double> mem_util;    // memory utilisation, mean over the GPUs, fraction
+  std::vector<double> clock_mhz;   // SM clock, mean over the GPUs
+  std::vector<Activity> activity;  // since the previous sample, mean over the GPUs; empty when not read
   size_t size() const { return power_w.size(); }
   void clear();
   void push(double p, double u, double m, double c);
+  void push(double p, double u, double m, double c, const Activity& a);
   // The samples in [begin, end).
   GpoeoSamples Slice(size_t begin, size_t end) const;
 };
@@ -49,9 +56,37 @@ inline constexpr const char* kGpoeoFeatureNames[] = {
     "clock_frac",      // mean SM clock / highest supported clock
 };
 inline constexpr size_t kGpoeoFeatures = std::size(kGpoeoFeatureNames);
+inline constexpr const char* kGpoeoActivityFeatureNames[] = {
+    // Means of the Activity fields of the same name.
+    "sm_util", "sm_occupancy", "integer_util", "fp32_util", "fp64_util", "tensor_util", "dram_bw_util",
+};
+
+// *sum += w · a, field by field (means over GPUs or samples).
+void AddActivity(Activity* sum, const Activity& a, double w);
+
+// The activity readings as GPOEO samples them every tick of dt_s: a window is read on every GPU
+// each `every` ticks (the fewest that span over kActivityMinWindowS), and each tick carries the
+// mean over the GPUs of the last window that ended (zeros before the first).
+class GpoeoActivity {
+ public:
+  GpoeoActivity(GpuControl* gpus, double dt_s);
+  bool Start(std::string* err);  // opens a window on every GPU
+  bool Tick(std::string* err);   // once per tick; false when a read failed
+  const Activity& last() const { return last_; }
+
+ private:
+  GpuControl* gpus_;
+  int every_;
+  int ticks_ = 0;
+  Activity last_;
+};
+
+// The names of the features, with or without activity.
+std::vector<std::string> GpoeoFeatureNames(bool activity);
 
 // The features of `s` (its last whole periods of period_s, sampled every dt_s; all of it when
-// shorter than one period). power_limit_w is the sum over the GPUs.
+// shorter than one period), with the activity ones where `s` has activity. power_limit_w is the
+// sum over the GPUs.
 std::vector<double> GpoeoFeatures(const GpoeoSamples& s, double dt_s, double period_s, double power_limit_w,
                                   double max_clock_mhz);
 
@@ -71,6 +106,7 @@ class GpoeoModels {
                GpoeoPrediction* out, std::string* err) const;
 
   GbtModel energy, time;
+  bool activity = false;        // the features include activity (GpoeoSamples::activity is needed)
   nlohmann::ordered_json meta;  // meta.json
   std::string device() const;
 };

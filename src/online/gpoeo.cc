@@ -264,7 +264,7 @@ Gpoeo::Gpoeo(GpuControl* gpus, const GpoeoOptions& options) : gpus_(gpus), o_(op
          " (train with `emo gpoeo train` and pass models=DIR)");
     return;
   }
-  if (models_.activity) {  // one activity window per tick, from now on
+  if (models_.activity) {  // activity windows from now on, read as GpoeoActivity says
     if (!gpus_->Offers(Reading::kActivity)) {
       Fail(dir + ": the models take activity features, and this GPU back end offers no " +
            ReadingName(Reading::kActivity) + " reading (train models without: `emo gpoeo train --features telemetry`)");

@@ -36,7 +36,7 @@ struct GpoeoSamples {
   std::vector<double> util;        // SM utilisation, mean over the GPUs, fraction
   std::vector<double> mem_util;    // memory utilisation, mean over the GPUs, fraction
   std::vector<double> clock_mhz;   // SM clock, mean over the GPUs
-  std::vector<Activity> activity;  // since the previous sample, mean over the GPUs; empty when not read
+  std::vector<Activity> activity;  // the last activity window's (GpoeoActivity); empty when not read
   size_t size() const { return power_w.size(); }
   void clear();
   void push(double p, double u, double m, double c);

@@ -103,7 +103,8 @@ class Engine {
   double TimeFactor(int gpu) const;
   double PowerFactor(int gpu) const;
   // Range profiling, as CUPTI's: counters of the compute kernels that end on `gpu` between
-  // StartCounters and StopCounters, with about 1 % measurement noise.
+  // StartCounters and StopCounters, with about 1 % measurement noise, and the window's length and
+  // elapsed SM cycles (NVML's activity windows, sim_gpu_control.h).
   void StartCounters(int gpu);
   CounterValues StopCounters(int gpu);
   // Range profiling by launch ordinal (sim_metric_source.h): counters of the compute kernels

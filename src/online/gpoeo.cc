@@ -690,6 +690,9 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                        {"new_period_s", c.new_period_s},
                        {"old_power_w", c.old_power_w},
                        {"new_power_w", c.new_power_w}});
+  nlohmann::ordered_json features = nlohmann::ordered_json::object();  // by name, as the models take them
+  const std::vector<std::string> names = GpoeoFeatureNames(models_.activity);
+  for (size_t i = 0; i < features_.size() && i < names.size(); ++i) features[names[i]] = features_[i];
   *findings = {{"state", StateName(state_)},
                {"objective", ObjectiveName(o_.objective)},
                {"max_slowdown", o_.max_slowdown},
@@ -697,7 +700,7 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                {"period_s", period_s()},
                {"readings_period_s", period_s_},
                {"aliased", alias_},
-               {"features", features_},
+               {"features", features},
                {"predicted_mhz", predicted_mhz_},
                {"predicted_energy_ratio", predicted_energy_},
                {"predicted_time_ratio", predicted_time_},

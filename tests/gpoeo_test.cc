@@ -306,6 +306,26 @@ TEST(Gpoeo, SeesThroughTheAliasOfAnIterationShorterThanTwoReadings) {
   EXPECT_TRUE(gpoeo.aliased);
 }
 
+// An iteration of 0.122 s on two H100s: its readings repeat at its 0.55 s alias, and a probe's
+// at the alias its clock produces (0.49 s at 1920 MHz) but, as every lattice of whole readings
+// does, just as well at half of it. A probe keeps to the periods its clock can produce, so it reads
+// the alias, which shrank, and GPOEO measures the iteration through it; once GPOEO holds a clock,
+// a check that finds another of those periods is not a phase change while the one held still
+// repeats the readings. (A held-out workload of the shipped H100 models' corpus; before, the probes
+// read the half-alias, found no period, and GPOEO held 1965 MHz with the alias for the period.)
+TEST(Gpoeo, ProbesReadTheAliasTheirClockProducesNotItsHalf) {
+  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "H100-SXM",
+      "kind": "dp", "link": "nvlink", "name": "dp2-gpt-h1536-l6-s4096-b8-k50",
+      "model": {"arch": "gpt", "batch": 8, "heads": 12, "hidden": 1536, "layers": 6, "seq": 4096, "vocab": 50304},
+      "parallel": {"bucket_mb": 50, "dp": 2}})");
+  sim::Program program;
+  std::string err;
+  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+  GpoeoRun gpoeo;
+  ExpectSettlesWithinItsCap(program, "gpoeo-sim-h100", 800, 0.03, &gpoeo, true, 78);
+  EXPECT_TRUE(gpoeo.aliased);
+}
+
 // A pipeline's iteration (2.5 s on two RTX 3080 Ti over PCIe) is sixteen micro-batch passes of a
 // tenth of a second or so; the first seconds of readings show those repeating, and barely one
 // iteration. GPOEO waits for 25 s of readings (GPOEO.md §1) before it looks, and then finds the

@@ -447,7 +447,7 @@ void Gpoeo::Tick(double now_ns) {
   }
 }
 
-GpoeoPeriod Gpoeo::DetectPeriod(double from_s, const GpoeoPeriodOptions& po, double* update_s) const {
+GpoeoUniform Gpoeo::Signal(double from_s) const {
   const bool counters = gpus_->Offers(Reading::kEnergy);
   std::vector<GpoeoSeries> series;
   for (size_t g = 0; g < energy_.size(); ++g) {
@@ -457,7 +457,11 @@ GpoeoPeriod Gpoeo::DetectPeriod(double from_s, const GpoeoPeriodOptions& po, dou
       if (u.s.t_s[i] >= from_s) s.t_s.push_back(u.s.t_s[i]), s.v.push_back(u.s.v[i]);
     series.push_back(std::move(s));
   }
-  const GpoeoUniform u = GpoeoUniformSignal(series, counters);
+  return GpoeoUniformSignal(series, counters);
+}
+
+GpoeoPeriod Gpoeo::DetectPeriod(double from_s, const GpoeoPeriodOptions& po, double* update_s) const {
+  const GpoeoUniform u = Signal(from_s);
   if (u.x.empty()) {
     GpoeoPeriod p;
     p.reason = "fewer than 3 updates of the readings";
@@ -649,7 +653,7 @@ void Gpoeo::EndSearch(double now_s) {
   state_ = State::kHold;
   ClearTrace();
   settle_ticks_ = static_cast<int>(std::ceil(std::max(chosen_period_s_, 0.2) / Dt()));
-  measure_ticks_ = static_cast<int>(std::ceil(std::max(o_.check_periods * chosen_period_s_, 2.0) / Dt()));
+  measure_ticks_ = static_cast<int>(std::ceil(std::max(o_.check_periods * chosen_period_s_, kMinProbeS) / Dt()));
 }
 
 void Gpoeo::Check(double now_s) {
@@ -659,7 +663,14 @@ void Gpoeo::Check(double now_s) {
   // A multiple or sub-multiple of the period held is the same iteration seen through another
   // spectral peak (GPOEO.md §2 keeps up to 6 candidates), not a new phase.
   const double ratio = std::max(period, chosen_period_s_) / std::min(period, chosen_period_s_);
-  const double period_drift = std::abs(ratio / std::max(1.0, std::round(ratio)) - 1);
+  double period_drift = std::abs(ratio / std::max(1.0, std::round(ratio)) - 1);
+  // Nor is another period while the period held still repeats the readings: readings of an
+  // iteration near a whole number of updates, or seen through its alias, fold well at several
+  // periods (gpoeo_period.h), and detection may take any of them.
+  if (p.periodic() && period_drift > o_.drift) {
+    const GpoeoUniform u = Signal(trace_start_s_);
+    if (GpoeoMismatch(u.x, u.dt_s, chosen_period_s_) <= GpoeoPeriodOptions{}.max_mismatch) period_drift = 0;
+  }
   const double power_drift = chosen_power_w_ > 0 ? std::abs(power / chosen_power_w_ - 1) : 0;
   if (period_drift > o_.drift || power_drift > o_.drift) {
     phase_changes_.push_back({now_s, chosen_period_s_, p.periodic() ? p.period_s : 0, chosen_power_w_, power});

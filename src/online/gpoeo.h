@@ -146,10 +146,12 @@ class Gpoeo : public OnlineMethod {
   void EndSearch(double now_s);
   void Check(double now_s);
   double Dt() const { return o_.sample_ms * 1e-3; }
-  // GPOEO's period detection on the readings' updates since from_s: the energy counters' mean
+  // The readings' updates since from_s as period detection takes them: the energy counters' mean
   // power per update interval where the back end offers them, else the power readings
   // (GpoeoUniformSignal).
-  // *update_s (when given) gets the readings' update interval, the signal's sampling interval.
+  GpoeoUniform Signal(double from_s) const;
+  // GPOEO's period detection on Signal(from_s). *update_s (when given) gets the readings' update
+  // interval, the signal's sampling interval.
   GpoeoPeriod DetectPeriod(double from_s, const GpoeoPeriodOptions& po, double* update_s = nullptr) const;
   // A new measurement: the trace and the readings' updates start over.
   void ClearTrace();

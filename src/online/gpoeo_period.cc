@@ -308,7 +308,9 @@ double Estimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOpti
     if (cands.size() < kMaxCandidates) cands.push_back(lag);
   for (double t : extra)
     if (t / dt_s >= min_lag && t / dt_s <= max_lag) cands.push_back(t / dt_s);
-  // §2 Candidates 3: after a clock change only candidates near the previous period stay.
+  // §2 Candidates 3: after a clock change only candidates near the previous period stay, and
+  // their refinement stays there too.
+  double lo_lag = min_lag, hi_lag = max_lag;
   if (o.keep_max_s > 0 || (o.clock_change != 0 && o.previous_period_s > 0)) {
     const double lo =
         o.keep_max_s > 0 ? o.keep_min_s / dt_s : o.previous_period_s / dt_s * (o.clock_change < 0 ? 0.8 : 0.66);
@@ -320,6 +322,8 @@ double Estimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOpti
     if (kept.empty())
       for (int i = 0; i < 4; ++i) kept.push_back(lo + (hi - lo) * i / 4);
     cands = kept;
+    lo_lag = std::clamp(lo, min_lag, max_lag);
+    hi_lag = std::clamp(hi, lo_lag, max_lag);
   }
   if (cands.empty()) return 0;
   // Each candidate moves to the least fold mismatch within a sample of it (a whole lag or a
@@ -328,8 +332,11 @@ double Estimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOpti
   std::vector<double> lags, ds, dips;
   for (double c : cands) {
     const double half = std::clamp(c * c / static_cast<double>(n), 1.0, std::max(1.0, 0.1 * c));
-    const double refined = std::clamp(RefineFold(x, var, c, AliasFreeHalf(c, half, min_lag)), min_lag, max_lag);
-    const double lag = std::clamp(ResolveLattice(x, var, refined, min_lag, max_lag, o), min_lag, max_lag);
+    const double refined = std::clamp(RefineFold(x, var, c, AliasFreeHalf(c, half, min_lag)), lo_lag, hi_lag);
+    // The lattice's smoothest period, unless it leaves the candidates' window (a clock cannot
+    // produce it; the lattice's other periods fold the readings alike).
+    const double resolved = ResolveLattice(x, var, refined, min_lag, max_lag, o);
+    const double lag = resolved >= lo_lag && resolved <= hi_lag ? resolved : refined;
     const double d = FoldMismatch(x, var, lag, n);
     double above = 0;  // the largest mismatch at a shorter whole lag
     for (size_t l = 1; static_cast<double>(l) < lag && l <= max_whole; ++l) above = std::max(above, whole[l]);

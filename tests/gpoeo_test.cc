@@ -19,6 +19,7 @@
 #include "sim/engine.h"
 #include "sim/sim_gpu_control.h"
 #include "sim/workload.h"
+#include "util/file.h"
 
 namespace emo {
 namespace {
@@ -324,6 +325,47 @@ TEST(Gpoeo, ProbesReadTheAliasTheirClockProducesNotItsHalf) {
   GpoeoRun gpoeo;
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-h100", 800, 0.03, &gpoeo, true, 78);
   EXPECT_TRUE(gpoeo.aliased);
+}
+
+// A job whose iteration changes mid-run (GPT-3 1.3B on two A100s, micro-batch 8 for 250
+// iterations, then 5): GPOEO settles on the first phase, finds the period changed (0.44 s at its
+// clock, then 0.28 s), starts over, and holds a clock again on the second phase.
+TEST(Gpoeo, StartsOverWhenTheIterationChanges) {
+  std::string text, err;
+  ASSERT_TRUE(ReadFileMaybeGz(std::string(std::getenv("EMO_WORKLOADS")) + "/tp2-gpt3-1.3b-batch2-then-8-a100.json",
+                              &text, &err))
+      << err;
+  nlohmann::json spec = nlohmann::json::parse(text);
+  spec["phases"][0]["iterations"] = 250;
+  spec["phases"][0]["workload"]["model"]["batch"] = 8;
+  spec["phases"][1]["workload"]["model"]["batch"] = 5;
+  sim::Program program;
+  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+  sim::EngineOptions eo;
+  eo.iterations = 1000;
+  eo.record_trace = false;
+  sim::Engine e(program, eo);
+  sim::SimGpuControl gpus(&e);
+  sim::SimHost host(&e);
+  GpoeoOptions o;
+  o.models_dir = std::string(EMO_MODELS_DIR) + "/gpoeo-sim-a100";
+  Gpoeo c(&gpus, o);
+  ASSERT_EQ(c.error(), "");
+  host.Add(&c);
+  double second_phase_s = 0;
+  e.OnIterationStart([&](int it, double now) {
+    if (it == 250) second_phase_s = now * 1e-9;
+  });
+  ASSERT_TRUE(e.Run(&err)) << err;
+  c.Finish();
+  ASSERT_EQ(c.phase_changes().size(), 1u);
+  const Gpoeo::PhaseChange& pc = c.phase_changes()[0];
+  EXPECT_GT(pc.at_s, second_phase_s);
+  EXPECT_LT(pc.at_s, second_phase_s + 15);
+  EXPECT_GT(pc.old_period_s / pc.new_period_s, 1.4);
+  EXPECT_EQ(c.state(), Gpoeo::State::kHold);
+  EXPECT_LT(c.chosen_mhz(), 1410);
+  EXPECT_NEAR(c.period_s(), pc.new_period_s, 0.03);
 }
 
 // A pipeline's iteration (2.5 s on two RTX 3080 Ti over PCIe) is sixteen micro-batch passes of a

@@ -368,6 +368,66 @@ TEST(Gpoeo, StartsOverWhenTheIterationChanges) {
   EXPECT_NEAR(c.period_s(), pc.new_period_s, 0.03);
 }
 
+// GPOEO's idle watchdog (GPOEO.md §6): DDP training on two A100s with a 12 s checkpoint at
+// iteration 94, while GPOEO holds a clock. Rank 0 copies the weights to the host and writes them, its
+// GPU without a kernel: after 2 s at 0 % utilisation it gets the lowest clock, and the held clock
+// again when training resumes. Rank 1 waits in the barrier's all-reduce, busy as NVML counts it,
+// and keeps the held clock. The checkpoint is no phase change.
+TEST(Gpoeo, IdleWatchdogLowersAnIdleGpusClockUntilWorkResumes) {
+  sim::Program program;
+  std::string err;
+  ASSERT_TRUE(sim::LoadWorkload(std::string(std::getenv("EMO_WORKLOADS")) + "/dp2-gpt3-1.3b-eval-checkpoint-a100.json",
+                                &program, &err))
+      << err;
+  sim::EngineOptions eo;
+  eo.iterations = 200;
+  eo.record_trace = false;
+  sim::Engine e(program, eo);
+  sim::SimGpuControl gpus(&e);
+  sim::SimHost host(&e);
+  GpoeoOptions o;
+  o.models_dir = std::string(EMO_MODELS_DIR) + "/gpoeo-sim-a100";
+  Gpoeo c(&gpus, o);
+  ASSERT_EQ(c.error(), "");
+  host.Add(&c);
+  double checkpoint_s = 0, resumed_s = 0;
+  e.OnIterationStart([&](int it, double now) {
+    if (it == 94) checkpoint_s = now * 1e-9;
+    if (it == 95) resumed_s = now * 1e-9;
+  });
+  struct Sample {
+    double t_s, mhz0, mhz1;
+  };
+  std::vector<Sample> samples;
+  e.Every(250, [&](double now) { samples.push_back({now * 1e-9, e.ClockMhz(0), e.ClockMhz(1)}); });
+  ASSERT_TRUE(e.Run(&err)) << err;
+  c.Finish();
+  ASSERT_EQ(c.state(), Gpoeo::State::kHold);
+  EXPECT_TRUE(c.phase_changes().empty());
+  // GPOEO settles (its search started at 0 s) early in the checkpoint; its idle watchdog starts then.
+  const double held_s = std::max(checkpoint_s, c.settle_s());
+  ASSERT_GT(resumed_s - held_s, 6);
+  const int lowest = gpus.SupportedClocks(0).front();
+  int idle = 0, after = 0;
+  for (const Sample& s : samples) {
+    if (s.t_s > held_s + 3 && s.t_s < resumed_s - 1) {  // idle for 2 s, the lock landed
+      EXPECT_EQ(s.mhz0, lowest) << "at " << s.t_s << " s";
+      EXPECT_EQ(s.mhz1, c.chosen_mhz()) << "at " << s.t_s << " s";
+      ++idle;
+    }
+    if (s.t_s > resumed_s + 1 && s.t_s < resumed_s + 10) {
+      EXPECT_EQ(s.mhz0, c.chosen_mhz()) << "at " << s.t_s << " s";
+      ++after;
+    }
+  }
+  EXPECT_GT(idle, 20);
+  EXPECT_GT(after, 20);
+  std::vector<std::string> lines;
+  nlohmann::ordered_json findings;
+  c.Report(&lines, &findings);
+  EXPECT_EQ(findings["idle_drops"], 1);
+}
+
 // A pipeline's iteration (2.5 s on two RTX 3080 Ti over PCIe) is sixteen micro-batch passes of a
 // tenth of a second or so; the first seconds of readings show those repeating, and barely one
 // iteration. GPOEO waits for 25 s of readings (GPOEO.md §1) before it looks, and then finds the

@@ -29,6 +29,8 @@ constexpr double kImplausiblySooner = 0.97;  // a probe's time ratio under this 
 constexpr double kSkipS = 1.0;               // the start of a detection trace left out of the reference
 constexpr double kMinReferenceS = 4.0;       // the shortest reference window at the default clock
 constexpr double kMinProbeS = 4.0;           // the shortest probe window
+constexpr double kIdleS = 2.0;               // the idle watchdog: this long without a kernel (GPOEO.md §6)
+constexpr double kIdleUtil = 0.005;          // utilisation that NVML reports as 0 %
 constexpr double kFoldRange = 0.05;          // the fold refines a spectral period within ±5 %
 constexpr double kAliasTolerance = 1.02;     // a time ratio may exceed the clocks' ratio by this much
 // A lower clock measured faster than a higher one by more than this contradicts it (the probes'
@@ -280,16 +282,20 @@ Gpoeo::Gpoeo(GpuControl* gpus, const GpoeoOptions& options) : gpus_(gpus), o_(op
 }
 
 void Gpoeo::Lock(int mhz) {
-  for (int g = 0; g < gpus_->Count(); ++g) {
-    std::string err;
-    const bool ok = mhz == clocks_.back() ? gpus_->ResetClock(g, &err) : gpus_->SetLockedClock(g, mhz, &err);
-    if (!ok) Fail(err);
-  }
+  for (int g = 0; g < gpus_->Count(); ++g) LockGpu(g, mhz);
+}
+
+void Gpoeo::LockGpu(int gpu, int mhz) {
+  std::string err;
+  const bool ok = mhz == clocks_.back() ? gpus_->ResetClock(gpu, &err) : gpus_->SetLockedClock(gpu, mhz, &err);
+  if (!ok) Fail(err);
 }
 
 void Gpoeo::Restart(double now_s) {
   Lock(clocks_.back());  // the default governor
   state_ = State::kDetect;
+  idle_since_s_.assign(static_cast<size_t>(gpus_->Count()), -1);
+  idle_locked_.assign(static_cast<size_t>(gpus_->Count()), false);
   alias_ = false;
   probed_.clear();
   ClearTrace();
@@ -397,6 +403,8 @@ void Gpoeo::Tick(double now_ns) {
     Fail(err);
     return;
   }
+  gpu_util_ = gpu_u;
+  if (state_ == State::kHold && IdleWatch()) return;
   ++ticks_;
   // The sample joins the measurement: the trace, and each reading's updates.
   auto record = [&] {
@@ -445,6 +453,29 @@ void Gpoeo::Tick(double now_ns) {
       if (ticks_ >= settle_ticks_ + measure_ticks_) Check(now_s_);
       break;
   }
+}
+
+bool Gpoeo::IdleWatch() {
+  bool any = false;
+  for (size_t g = 0; g < gpu_util_.size(); ++g) {
+    double& since = idle_since_s_[g];
+    if (gpu_util_[g] >= kIdleUtil)
+      since = -1;
+    else if (since < 0)
+      since = now_s_;
+    const bool idle = since >= 0 && now_s_ - since >= kIdleS;
+    if (idle && !idle_locked_[g]) {
+      LockGpu(static_cast<int>(g), clocks_.front());
+      idle_locked_[g] = true;
+      ++idle_drops_;
+    } else if (!idle && idle_locked_[g]) {
+      LockGpu(static_cast<int>(g), chosen_mhz_);
+      idle_locked_[g] = false;
+      ClearTrace();  // the phase-change check measures afresh, past the clock's return
+    }
+    any = any || idle_locked_[g];
+  }
+  return any;
 }
 
 GpoeoUniform Gpoeo::Signal(double from_s) const {
@@ -673,6 +704,10 @@ void Gpoeo::Check(double now_s) {
   }
   const double power_drift = chosen_power_w_ > 0 ? std::abs(power / chosen_power_w_ - 1) : 0;
   if (period_drift > o_.drift || power_drift > o_.drift) {
+    if (std::any_of(gpu_util_.begin(), gpu_util_.end(), [](double u) { return u < kIdleUtil; })) {
+      ClearTrace();  // a GPU fell idle: the idle watchdog's, not a phase
+      return;
+    }
     phase_changes_.push_back({now_s, chosen_period_s_, p.periodic() ? p.period_s : 0, chosen_power_w_, power});
     Restart(now_s);
     return;
@@ -723,7 +758,8 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                {"searches", searches_},
                {"settle_s", settle_s_},
                {"settle_periods", period_s_ > 0 ? settle_s_ / period_s() : 0},
-               {"phase_changes", changes}};
+               {"phase_changes", changes},
+               {"idle_drops", idle_drops_}};
   if (period_s_ <= 0) {
     lines->push_back(fmt::format("gpoeo: no period found ({}: {})", GpoeoVerdictName(detected_.verdict),
                                  detected_.reason.empty() ? "not enough trace" : detected_.reason));

@@ -31,6 +31,9 @@
 //   then distrusted (GpoeoSearch::contradiction). Upstream has neither.
 // - Aperiodic phases keep the default clock (upstream's IPS proxy needs counters).
 // - Phase changes are checked at a fixed interval, without upstream's back-off.
+// - The idle watchdog (upstream: a process of its own, for its one GPU) acts per GPU and only while
+//   a clock is held, so that no probe or reference measures a lowered clock; a check that ends
+//   while a GPU is idle is measured again instead of starting over.
 #pragma once
 
 #include <map>
@@ -145,6 +148,11 @@ class Gpoeo : public OnlineMethod {
   void EndProbe(double now_s);
   void EndSearch(double now_s);
   void Check(double now_s);
+  void LockGpu(int gpu, int mhz);
+  // GPOEO's idle watchdog (GPOEO.md §6), while a clock is held, per GPU: after kIdleS at 0 %
+  // utilisation the lowest clock, and the held one again when work resumes. True while a GPU is
+  // at the lowest (the phase-change check waits; it measures afresh once work resumes).
+  bool IdleWatch();
   double Dt() const { return o_.sample_ms * 1e-3; }
   // The readings' updates since from_s as period detection takes them: the energy counters' mean
   // power per update interval where the back end offers them, else the power readings
@@ -212,6 +220,10 @@ class Gpoeo : public OnlineMethod {
   bool LooksAliased(const Probed& p) const;
   std::vector<double> features_;
   std::unique_ptr<GpoeoActivity> activity_;  // where the models take activity features
+  std::vector<double> gpu_util_;             // per GPU, the latest utilisation reading
+  std::vector<double> idle_since_s_;         // per GPU, the first of the idle readings running now; -1: busy
+  std::vector<bool> idle_locked_;            // per GPU, the idle watchdog holds the lowest clock
+  int idle_drops_ = 0;
   int predicted_mhz_ = 0;
   double predicted_energy_ = 1, predicted_time_ = 1;
   // Search.

@@ -327,6 +327,29 @@ TEST(Gpoeo, ProbesReadTheAliasTheirClockProducesNotItsHalf) {
   EXPECT_TRUE(gpoeo.aliased);
 }
 
+// A run of `program` on the simulator with GPOEO beside it, on the shipped models `models`.
+struct SimulatedGpoeo {
+  SimulatedGpoeo(const sim::Program& program, int iterations, const std::string& models)
+      : e(program, Options(iterations)), gpus(&e), host(&e), c(&gpus, Models(models)) {
+    host.Add(&c);
+  }
+  static sim::EngineOptions Options(int iterations) {
+    sim::EngineOptions eo;
+    eo.iterations = iterations;
+    eo.record_trace = false;
+    return eo;
+  }
+  static GpoeoOptions Models(const std::string& models) {
+    GpoeoOptions o;
+    o.models_dir = std::string(EMO_MODELS_DIR) + "/" + models;
+    return o;
+  }
+  sim::Engine e;
+  sim::SimGpuControl gpus;
+  sim::SimHost host;
+  Gpoeo c;
+};
+
 // A job whose iteration changes mid-run (GPT-3 1.3B on two A100s, micro-batch 8 for 250
 // iterations, then 5): GPOEO settles on the first phase, finds the period changed (0.44 s at its
 // clock, then 0.28 s), starts over, and holds a clock again on the second phase.
@@ -341,17 +364,10 @@ TEST(Gpoeo, StartsOverWhenTheIterationChanges) {
   spec["phases"][1]["workload"]["model"]["batch"] = 5;
   sim::Program program;
   ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
-  sim::EngineOptions eo;
-  eo.iterations = 1000;
-  eo.record_trace = false;
-  sim::Engine e(program, eo);
-  sim::SimGpuControl gpus(&e);
-  sim::SimHost host(&e);
-  GpoeoOptions o;
-  o.models_dir = std::string(EMO_MODELS_DIR) + "/gpoeo-sim-a100";
-  Gpoeo c(&gpus, o);
-  ASSERT_EQ(c.error(), "");
-  host.Add(&c);
+  SimulatedGpoeo run(program, 1000, "gpoeo-sim-a100");
+  ASSERT_EQ(run.c.error(), "");
+  sim::Engine& e = run.e;
+  Gpoeo& c = run.c;
   double second_phase_s = 0;
   e.OnIterationStart([&](int it, double now) {
     if (it == 250) second_phase_s = now * 1e-9;
@@ -379,17 +395,10 @@ TEST(Gpoeo, IdleWatchdogLowersAnIdleGpusClockUntilWorkResumes) {
   ASSERT_TRUE(sim::LoadWorkload(std::string(std::getenv("EMO_WORKLOADS")) + "/dp2-gpt3-1.3b-eval-checkpoint-a100.json",
                                 &program, &err))
       << err;
-  sim::EngineOptions eo;
-  eo.iterations = 200;
-  eo.record_trace = false;
-  sim::Engine e(program, eo);
-  sim::SimGpuControl gpus(&e);
-  sim::SimHost host(&e);
-  GpoeoOptions o;
-  o.models_dir = std::string(EMO_MODELS_DIR) + "/gpoeo-sim-a100";
-  Gpoeo c(&gpus, o);
-  ASSERT_EQ(c.error(), "");
-  host.Add(&c);
+  SimulatedGpoeo run(program, 200, "gpoeo-sim-a100");
+  ASSERT_EQ(run.c.error(), "");
+  sim::Engine& e = run.e;
+  Gpoeo& c = run.c;
   double checkpoint_s = 0, resumed_s = 0;
   e.OnIterationStart([&](int it, double now) {
     if (it == 94) checkpoint_s = now * 1e-9;
@@ -407,7 +416,7 @@ TEST(Gpoeo, IdleWatchdogLowersAnIdleGpusClockUntilWorkResumes) {
   // GPOEO settles (its search started at 0 s) early in the checkpoint; its idle watchdog starts then.
   const double held_s = std::max(checkpoint_s, c.settle_s());
   ASSERT_GT(resumed_s - held_s, 6);
-  const int lowest = gpus.SupportedClocks(0).front();
+  const int lowest = run.gpus.SupportedClocks(0).front();
   int idle = 0, after = 0;
   for (const Sample& s : samples) {
     if (s.t_s > held_s + 3 && s.t_s < resumed_s - 1) {  // idle for 2 s, the lock landed

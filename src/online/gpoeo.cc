@@ -296,6 +296,7 @@ void Gpoeo::Restart(double now_s) {
   state_ = State::kDetect;
   idle_since_s_.assign(static_cast<size_t>(gpus_->Count()), -1);
   idle_locked_.assign(static_cast<size_t>(gpus_->Count()), false);
+  worked_.assign(static_cast<size_t>(gpus_->Count()), false);
   alias_ = false;
   probed_.clear();
   ClearTrace();
@@ -404,6 +405,8 @@ void Gpoeo::Tick(double now_ns) {
     return;
   }
   gpu_util_ = gpu_u;
+  for (size_t g = 0; g < gpu_u.size(); ++g)
+    if (gpu_u[g] >= kIdleUtil) worked_[g] = true;
   if (state_ == State::kHold && IdleWatch()) return;
   ++ticks_;
   // The sample joins the measurement: the trace, and each reading's updates.
@@ -473,9 +476,15 @@ bool Gpoeo::IdleWatch() {
       idle_locked_[g] = false;
       ClearTrace();  // the phase-change check measures afresh, past the clock's return
     }
-    any = any || idle_locked_[g];
+    any = any || (idle_locked_[g] && worked_[g]);
   }
   return any;
+}
+
+bool Gpoeo::WorkerIdle() const {
+  for (size_t g = 0; g < gpu_util_.size() && g < worked_.size(); ++g)
+    if (worked_[g] && gpu_util_[g] < kIdleUtil) return true;
+  return false;
 }
 
 GpoeoUniform Gpoeo::Signal(double from_s) const {
@@ -704,8 +713,8 @@ void Gpoeo::Check(double now_s) {
   }
   const double power_drift = chosen_power_w_ > 0 ? std::abs(power / chosen_power_w_ - 1) : 0;
   if (period_drift > o_.drift || power_drift > o_.drift) {
-    if (std::any_of(gpu_util_.begin(), gpu_util_.end(), [](double u) { return u < kIdleUtil; })) {
-      ClearTrace();  // a GPU fell idle: the idle watchdog's, not a phase
+    if (WorkerIdle()) {
+      ClearTrace();  // a GPU of the job fell idle: the idle watchdog's, not a phase
       return;
     }
     phase_changes_.push_back({now_s, chosen_period_s_, p.periodic() ? p.period_s : 0, chosen_power_w_, power});

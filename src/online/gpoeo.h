@@ -150,9 +150,12 @@ class Gpoeo : public OnlineMethod {
   void Check(double now_s);
   void LockGpu(int gpu, int mhz);
   // GPOEO's idle watchdog (GPOEO.md §6), while a clock is held, per GPU: after kIdleS at 0 %
-  // utilisation the lowest clock, and the held one again when work resumes. True while a GPU is
-  // at the lowest (the phase-change check waits; it measures afresh once work resumes).
+  // utilisation the lowest clock, and the held one again when work resumes. True while a GPU
+  // that has worked since detection began is at the lowest (the phase-change check waits; it measures
+  // afresh once work resumes). A GPU the job never uses gets the lowest clock and stops nothing.
   bool IdleWatch();
+  // A GPU that has worked since detection began reads 0 % utilisation now.
+  bool WorkerIdle() const;
   double Dt() const { return o_.sample_ms * 1e-3; }
   // The readings' updates since from_s as period detection takes them: the energy counters' mean
   // power per update interval where the back end offers them, else the power readings
@@ -223,6 +226,7 @@ class Gpoeo : public OnlineMethod {
   std::vector<double> gpu_util_;             // per GPU, the latest utilisation reading
   std::vector<double> idle_since_s_;         // per GPU, the first of the idle readings running now; -1: busy
   std::vector<bool> idle_locked_;            // per GPU, the idle watchdog holds the lowest clock
+  std::vector<bool> worked_;                 // per GPU, it ran a kernel since detection (re)started
   int idle_drops_ = 0;
   int predicted_mhz_ = 0;
   double predicted_energy_ = 1, predicted_time_ = 1;

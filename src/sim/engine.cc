@@ -334,17 +334,16 @@ struct Engine::State {
   void Advance(Gpu& g) {
     double dt = now - g.last_update;
     if (dt <= 0) return;
-    if (g.running.empty() && !g.locked && now - g.idle_since > kIdleHoldNs) {
-      // Idle past the hold: the clock (and idle power) dropped at idle_since + hold.
-      const double high = std::max(0.0, g.idle_since + kIdleHoldNs - g.last_update);
+    // Idle past the hold, the clock (and idle power) dropped at idle_since + hold: of dt, `high`
+    // ran at the clock in effect and the rest at the lowest.
+    const bool dropped = IdleDropped(g);
+    const double high = dropped ? std::max(0.0, g.idle_since + kIdleHoldNs - g.last_update) : dt;
+    if (dropped)
       g.energy_j += (g.power_w * high + idle_w[0] * g.power_factor * (dt - high)) * 1e-9;
-    } else {
+    else
       g.energy_j += g.power_w * dt * 1e-9;
-    }
-    if (g.counting) {  // an activity window: the SM cycles that elapsed, at the clock in effect
-      const double dropped = g.running.empty() && !g.locked ? std::max(0.0, now - g.idle_since - kIdleHoldNs) : 0;
-      const double mhz_ns =
-          g.effective_mhz * (dt - std::min(dt, dropped)) + g.spec->min_clock_mhz() * std::min(dt, dropped);
+    if (g.counting) {  // an activity window: the SM cycles that elapsed
+      const double mhz_ns = g.effective_mhz * high + g.spec->min_clock_mhz() * (dt - high);
       g.counters.elapsed_sm_cycles += mhz_ns * 1e-3 * g.spec->sm_count;
       g.counters.elapsed_s += dt * 1e-9;
     }

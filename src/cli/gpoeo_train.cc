@@ -129,7 +129,7 @@ bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, 
       if (features != Features::kActivity)
         samples.push(p, u / n, m / n, c / n);
       else if (read_err.empty() && activity.Tick(&read_err))
-        samples.push(p, u / n, m / n, c / n, activity.last());
+        samples.push(p, u / n, m / n, c / n, &activity.last());
     });
   double t0 = -1, e0 = 0;
   e.OnIterationStart([&](int it, double now) {
@@ -331,10 +331,8 @@ bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Meas
   if (what == Measure::kFeatures) {
     GpoeoSamples samples;
     for (size_t i = first; i < last; ++i)
-      if (features == Features::kActivity)
-        samples.push(polls[i].power, polls[i].util, polls[i].mem, polls[i].clock, polls[i].activity);
-      else
-        samples.push(polls[i].power, polls[i].util, polls[i].mem, polls[i].clock);
+      samples.push(polls[i].power, polls[i].util, polls[i].mem, polls[i].clock,
+                   features == Features::kActivity ? &polls[i].activity : nullptr);
     out->features = GpoeoFeatures(samples, kSampleMs * 1e-3, out->iteration_s, limit_w, dev.SupportedClocks().back());
   }
   return true;

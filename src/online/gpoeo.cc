@@ -412,10 +412,7 @@ void Gpoeo::Tick(double now_ns) {
   // The sample joins the measurement: the trace, and each reading's updates.
   auto record = [&] {
     if (trace_.size() == 0) trace_start_s_ = now_s_;
-    if (activity_)
-      trace_.push(p, u / n, m / n, c / n, activity_->last());
-    else
-      trace_.push(p, u / n, m / n, c / n);
+    trace_.push(p, u / n, m / n, c / n, activity_ ? &activity_->last() : nullptr);
     for (int g = 0; g < gpus_->Count(); ++g) {
       const size_t i = static_cast<size_t>(g);
       series_[3 * i].Add(now_s_, gpu_p[i]);

@@ -16,25 +16,20 @@ void GpoeoSamples::clear() {
   activity.clear();
 }
 
-void GpoeoSamples::push(double p, double u, double m, double c) {
+void GpoeoSamples::push(double p, double u, double m, double c, const Activity* a) {
   power_w.push_back(p);
   util.push_back(u);
   mem_util.push_back(m);
   clock_mhz.push_back(c);
-}
-
-void GpoeoSamples::push(double p, double u, double m, double c, const Activity& a) {
-  push(p, u, m, c);
-  activity.push_back(a);
+  if (a) activity.push_back(*a);
 }
 
 GpoeoSamples GpoeoSamples::Slice(size_t begin, size_t end) const {
   GpoeoSamples out;
   end = std::min(end, size());
-  for (size_t i = begin; i < end; ++i) out.push(power_w[i], util[i], mem_util[i], clock_mhz[i]);
-  if (activity.size() == size())
-    out.activity.assign(activity.begin() + static_cast<ptrdiff_t>(begin),
-                        activity.begin() + static_cast<ptrdiff_t>(std::max(begin, end)));
+  const bool with_activity = activity.size() == size();
+  for (size_t i = begin; i < end; ++i)
+    out.push(power_w[i], util[i], mem_util[i], clock_mhz[i], with_activity ? &activity[i] : nullptr);
   return out;
 }
 

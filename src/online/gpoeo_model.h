@@ -39,8 +39,8 @@ struct GpoeoSamples {
   std::vector<Activity> activity;  // the last activity window's (GpoeoActivity); empty when not read
   size_t size() const { return power_w.size(); }
   void clear();
-  void push(double p, double u, double m, double c);
-  void push(double p, double u, double m, double c, const Activity& a);
+  // `a`: the activity with the sample, or null where it is not read.
+  void push(double p, double u, double m, double c, const Activity* a = nullptr);
   // The samples in [begin, end).
   GpoeoSamples Slice(size_t begin, size_t end) const;
 };

@@ -168,7 +168,7 @@ TEST(GpoeoModel, ActivityFeaturesAreMeansOverTheLastWholePeriods) {
     a.tensor_util = i / 10.0;
     a.dram_bw_util = 0.5;
     telemetry.push(100 + i, 0.5, 0.2, 1000);
-    both.push(100 + i, 0.5, 0.2, 1000, a);
+    both.push(100 + i, 0.5, 0.2, 1000, &a);
   }
   const std::vector<double> t = GpoeoFeatures(telemetry, 0.1, 0.3, 400, 2000);
   const std::vector<double> f = GpoeoFeatures(both, 0.1, 0.3, 400, 2000);
@@ -205,6 +205,32 @@ struct Sampled {
   double Energy(size_t a, size_t b) const { return (energy[b] - energy[a]) / static_cast<double>(b - a); }
 };
 
+// A run of `program` on the simulator (seed `seed`) with GPOEO on the shipped models `models`,
+// attached to the run or, where `attach` is false, only constructed.
+struct SimulatedGpoeo {
+  SimulatedGpoeo(const sim::Program& program, int iterations, const std::string& models, uint64_t seed = 1,
+                 bool attach = true)
+      : e(program, Options(iterations, seed)), gpus(&e), host(&e), c(&gpus, Models(models)) {
+    if (attach) host.Add(&c);
+  }
+  static sim::EngineOptions Options(int iterations, uint64_t seed) {
+    sim::EngineOptions eo;
+    eo.iterations = iterations;
+    eo.seed = seed;
+    eo.record_trace = false;
+    return eo;
+  }
+  static GpoeoOptions Models(const std::string& models) {
+    GpoeoOptions o;
+    o.models_dir = std::string(EMO_MODELS_DIR) + "/" + models;
+    return o;
+  }
+  sim::Engine e;
+  sim::SimGpuControl gpus;
+  sim::SimHost host;
+  Gpoeo c;
+};
+
 // A run of a program with GPOEO on the shipped models for its device beside it (or without, the
 // default clocks), and what the controller found.
 struct GpoeoRun {
@@ -217,18 +243,11 @@ struct GpoeoRun {
 
 void RunGpoeo(const sim::Program& program, const std::string& models, int iterations, uint64_t seed, bool with,
               GpoeoRun* out) {
-  sim::EngineOptions eo;
-  eo.iterations = iterations;
-  eo.seed = seed;
-  eo.record_trace = false;
-  sim::Engine e(program, eo);
-  sim::SimGpuControl gpus(&e);
-  sim::SimHost host(&e);
-  GpoeoOptions o;
-  o.models_dir = std::string(EMO_MODELS_DIR) + "/" + models;
-  Gpoeo c(&gpus, o);
-  ASSERT_EQ(c.error(), "");
-  if (with) host.Add(&c);
+  SimulatedGpoeo run(program, iterations, models, seed, with);
+  ASSERT_EQ(run.c.error(), "");
+  sim::Engine& e = run.e;
+  sim::SimGpuControl& gpus = run.gpus;
+  Gpoeo& c = run.c;
   e.OnIterationStart([&](int, double now) {
     double j = 0;
     for (int g = 0; g < e.gpus(); ++g) j += gpus.EnergyJ(g).value();
@@ -326,29 +345,6 @@ TEST(Gpoeo, ProbesReadTheAliasTheirClockProducesNotItsHalf) {
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-h100", 800, 0.03, &gpoeo, true, 78);
   EXPECT_TRUE(gpoeo.aliased);
 }
-
-// A run of `program` on the simulator with GPOEO beside it, on the shipped models `models`.
-struct SimulatedGpoeo {
-  SimulatedGpoeo(const sim::Program& program, int iterations, const std::string& models)
-      : e(program, Options(iterations)), gpus(&e), host(&e), c(&gpus, Models(models)) {
-    host.Add(&c);
-  }
-  static sim::EngineOptions Options(int iterations) {
-    sim::EngineOptions eo;
-    eo.iterations = iterations;
-    eo.record_trace = false;
-    return eo;
-  }
-  static GpoeoOptions Models(const std::string& models) {
-    GpoeoOptions o;
-    o.models_dir = std::string(EMO_MODELS_DIR) + "/" + models;
-    return o;
-  }
-  sim::Engine e;
-  sim::SimGpuControl gpus;
-  sim::SimHost host;
-  Gpoeo c;
-};
 
 // A job whose iteration changes mid-run (GPT-3 1.3B on two A100s, micro-batch 8 for 250
 // iterations, then 5): GPOEO settles on the first phase, finds the period changed (0.44 s at its

@@ -41,6 +41,7 @@ SearchOptions SearchOptionsOf(const OptimizeOptions& opt, const Graph& g, int gp
   so.max_candidates = opt.max_clocks;
   so.max_states = opt.max_states;
   so.local_search = opt.local_search;
+  so.pairs = opt.pairs;
   so.threads = opt.search_threads;
   return so;
 }

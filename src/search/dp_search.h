@@ -74,6 +74,9 @@ struct SearchOptions {
   // (bench/search_gap.cc), but off by default, since on `emo bench` its schedules measured worse
   // (they spend the predicted slack to the last bit, and the model's error then shows).
   bool local_search = false;
+  // Then pairs of points, one clock up and the other down (dp_search.cc: RefinePairs), within half
+  // as many passes as the DP took.
+  bool pairs = true;
   bool incremental = true;  // passes from the parent's first change on (Predictor::RunFrom), else whole
   int threads = 0;          // threads predicting candidate schedules; 0: the hardware's concurrency
 };

@@ -1,7 +1,7 @@
 // search_gap.cc — the search's optimality gap on small instances: the DP's predicted energy over
 // the exact optimum of the same model (search/mip_reference.h, GLPK) on the random two-GPU
 // instances of tests/search_instances.h, per instance and as mean and max.
-// Run: build/search_gap [SEEDS=8] [MAX_STATES=8] [POINTS=7] [LOCAL_SEARCH=0] [PAIRS=1] (points per GPU: the grid is the
+// Run: build/search_gap [SEEDS=8] [MAX_STATES=8] [POINTS=7] [LOCAL_SEARCH=0] [PAIRS=0] (points per GPU: the grid is the
 // iteration / POINTS, rounded up to a ms; budgets 0, 0.02, 0.05, 0.2; 6-12 packs; no
 // latency or jitter, changes at every point: the settings under which the program is exact)
 #include <cmath>
@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   const int max_states = argc > 2 ? std::atoi(argv[2]) : 8;
   const int per_gpu = argc > 3 ? std::atoi(argv[3]) : 7;
   const bool local_search = argc > 4 && std::atoi(argv[4]) != 0;
-  const bool pairs = argc <= 5 || std::atoi(argv[5]) != 0;
+  const bool pairs = argc > 5 && std::atoi(argv[5]) != 0;
   std::printf("%4s %5s %6s %6s %10s %10s %7s %7s %7s\n", "seed", "packs", "points", "budget", "optimum_j", "search_j",
               "gap_%", "mip_s", "dp_s");
   double sum = 0, most = 0;

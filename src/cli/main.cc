@@ -206,8 +206,9 @@ int main(int argc, char** argv) {
   o->add_flag("--local-search", opt.local_search,
               "after the search, try each change point at each clock (closer to the model's optimum; measured "
               "worse on the simulated bench, see the README)");
-  o->add_flag("!--no-pairs", opt.pairs,
-              "skip the sweep over pairs of change points, one clock up and the other down, after the search");
+  o->add_flag("--pairs", opt.pairs,
+              "after the search, try pairs of change points, one clock up and the other down (closer to the "
+              "model's optimum; measured over budget on one simulated bench job, see the README)");
   o->add_option("--search-threads", opt.search_threads,
                 "threads predicting the search's candidate schedules (0: every core; the answer is the same)")
       ->check(CLI::NonNegativeNumber);

@@ -20,6 +20,8 @@
 // the exact program's small instances (bench/search_gap.cc) that took the mean gap to the optimum
 // from 0.81 to 0.47 % and the instances over 3 % from 3 of 32 to 1 (3.15 %); on the shipped
 // workloads it finds 0-0.2 points more predicted saving, for one more DP (+50-100 % search time).
+// A sweep over pairs of points, one clock up and the other down, can then repair what the DP's
+// pruning lost where no single change can (SearchOptions::pairs; dp_search.cc: RefinePairs).
 //
 // Cost: a child's schedule differs from its parent's only from its point's landing on, so its pass
 // starts from the parent's (Predictor::RunFrom) at the first pack whose clock changes and keeps
@@ -75,8 +77,9 @@ struct SearchOptions {
   // (they spend the predicted slack to the last bit, and the model's error then shows).
   bool local_search = false;
   // Then pairs of points, one clock up and the other down (dp_search.cc: RefinePairs), within half
-  // as many passes as the DP took.
-  bool pairs = true;
+  // as many passes as the DP took. Off by default, like local_search: closer to the model's optimum
+  // (bench/search_gap.cc), but on `emo bench` PP-4 at 5 % measured over its budget with it (README).
+  bool pairs = false;
   bool incremental = true;  // passes from the parent's first change on (Predictor::RunFrom), else whole
   int threads = 0;          // threads predicting candidate schedules; 0: the hardware's concurrency
 };

@@ -154,6 +154,7 @@ TEST(SearchMip, SearchWithinThreePercentOfTheOptimum) {
       EXPECT_LE(m.replayed.end_ns, inst.pred.base().end_ns * (1 + budget) + 1e-3);
       EXPECT_GE(dp.predicted.energy_j, m.energy_j * (1 - 1e-9));
       EXPECT_GE(refined.predicted.energy_j, m.energy_j * (1 - 1e-9));
+      EXPECT_LE(refined.predicted.energy_j, dp.predicted.energy_j);
       EXPECT_LE(dp.predicted.end_ns, inst.pred.base().end_ns * (1 + budget) + 1e-3);
       EXPECT_LE(paired.predicted.energy_j, dp.predicted.energy_j);
       EXPECT_GE(paired.predicted.energy_j, m.energy_j * (1 - 1e-9));

@@ -5,7 +5,8 @@
 // search and its measured policy, and each online baseline started from the card's defaults and
 // measured after it settles (warm-up iterations: Zeus's whole profiling schedule, GPOEO's search,
 // GEEPAFS's first probes), and on pipelines Perseus: its per-instruction profile once, then per
-// budget its plan played per instruction. All measured windows are at least 8 s.
+// budget its plan played per instruction. All measured windows are at least 8 s. Beside each
+// method's row, the static frontier (StaticFrontier) at the slowdown it measured.
 #include "cli/bench.h"
 
 #include <fmt/core.h>
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/perseus_baseline.h"
 #include "cli/sim_pipeline.h"
@@ -41,6 +43,7 @@ struct Row {
   Outcome o;
   double search_s = 0, profile_overhead_s = 0;
   int64_t profiled_ranges = -1;
+  std::optional<double> frontier;  // the static frontier's saving at this row's mean slowdown
 };
 
 std::string Pct(const Spread& s) {
@@ -99,6 +102,7 @@ int RunBench(const BenchOptions& opt) {
     if (!MeasureDefaults(pl.program, seeds, runs, &def, &err)) return fail(name + ": " + err);
     std::vector<StaticPoint> sweep;
     PerseusProfile perseus_profile;  // profiled once per workload, on its first budget
+    const size_t first_row = rows.size();
 
     for (const std::string& method : methods) {
       progress(name + ": " + method);
@@ -171,26 +175,33 @@ int RunBench(const BenchOptions& opt) {
       }
       ++done;
     }
+    // Every method beside the static clocks at its own slowdown (when the sweep ran).
+    for (size_t i = first_row; i < rows.size(); ++i)
+      if (rows[i].ok && rows[i].method != "static" && !sweep.empty())
+        rows[i].frontier = StaticFrontier(sweep, rows[i].o.slowdown.mean);
   }
   if (opt.progress) fmt::print(stderr, "\n");
 
   // Text, markdown and JSON.
   std::string md =
-      "| workload | budget | method | energy saving % [min, max] | slowdown % [min, max] | search s | note |\n"
-      "|---|---|---|---|---|---|---|\n";
+      "| workload | budget | method | energy saving % [min, max] | slowdown % [min, max] | static clocks at that "
+      "slowdown, saving % | search s | note |\n"
+      "|---|---|---|---|---|---|---|---|\n";
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
   for (const Row& r : rows) {
     const std::string saving = r.ok ? Pct(r.o.saving) : "n/a";
     const std::string slow = r.ok ? Pct(r.o.slowdown) : "n/a";
     const std::string note = r.ok ? r.detail : r.why;
-    fmt::print("{:<36} {:>4.0f} % {:<8} saving {:<22} slowdown {:<22} {}\n", r.workload, r.budget * 100, r.method,
-               saving, slow, note);
-    md += fmt::format("| {} | {:.0f} % | {} | {} | {} | {} | {} |\n", r.workload, r.budget * 100, r.method, saving,
-                      slow, r.method == "emo" ? fmt::format("{:.1f}", r.search_s) : "", note);
+    const std::string frontier = r.frontier ? fmt::format("{:.1f}", *r.frontier * 100) : "";
+    fmt::print("{:<36} {:>4.0f} % {:<8} saving {:<22} slowdown {:<22} {}{}\n", r.workload, r.budget * 100, r.method,
+               saving, slow, note, r.frontier ? "; static clocks at that slowdown: " + frontier + " %" : "");
+    md += fmt::format("| {} | {:.0f} % | {} | {} | {} | {} | {} | {} |\n", r.workload, r.budget * 100, r.method, saving,
+                      slow, frontier, r.method == "emo" ? fmt::format("{:.1f}", r.search_s) : "", note);
     nlohmann::ordered_json e = {{"workload", r.workload}, {"budget", r.budget}, {"method", r.method}, {"ok", r.ok}};
     if (r.ok) {
       e["energy_saving"] = SpreadJson(r.o.saving);
       e["slowdown"] = SpreadJson(r.o.slowdown);
+      if (r.frontier) e["static_frontier_saving"] = *r.frontier;
     } else {
       e["why"] = r.why;
     }

@@ -204,6 +204,19 @@ const StaticPoint* BestStatic(const std::vector<StaticPoint>& points, double bud
   return best;
 }
 
+std::optional<double> StaticFrontier(const std::vector<StaticPoint>& points, double slowdown) {
+  std::vector<std::pair<double, double>> p{{0, 0}};  // (slowdown, saving), the default first
+  for (const StaticPoint& s : points) p.emplace_back(s.measured.slowdown.mean, s.measured.saving.mean);
+  std::optional<double> best;
+  auto take = [&](double saving) { best = std::max(best.value_or(saving), saving); };
+  for (const auto& [sa, ea] : p) {
+    if (sa <= slowdown) take(ea);
+    for (const auto& [sb, eb] : p)  // a share of a (faster) and b (slower) that lands on `slowdown`
+      if (sa < slowdown && slowdown < sb) take(ea + (eb - ea) * (slowdown - sa) / (sb - sa));
+  }
+  return best;
+}
+
 bool SearchChecked(Pipeline& pl, SearchOptions so, bool check, int iterations, uint64_t check_seed, CheckedSearch* out,
                    std::string* err) {
   *out = CheckedSearch();

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,11 @@ bool SweepStatic(Pipeline& pl, const Defaults& d, double max_budget, double dvfs
 // The point saving the most energy with a mean slowdown within the budget (give or take
 // kCheckTolerance, the same allowance EMO's checks get); nullptr when none is.
 const StaticPoint* BestStatic(const std::vector<StaticPoint>& points, double budget);
+// The static frontier at a mean slowdown: the most energy that static clocks of the sweep save at
+// that slowdown or less, one clock or a time share of two (iterations at one, the rest at the
+// other: their slowdowns and savings mix linearly), the default clocks (0, 0) among them. What a
+// method's saving is fairly compared with at its own slowdown. Empty below every point's slowdown.
+std::optional<double> StaticFrontier(const std::vector<StaticPoint>& points, double slowdown);
 
 // EMO's search followed by measured checks: the searched policy runs on two seeds of its own (on
 // hardware: a few iterations of the job) beside the default clocks on the same seed. The model can

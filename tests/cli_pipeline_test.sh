@@ -20,6 +20,13 @@ check "optimize reports EMO beside the best static clock" bash -c "grep -q 'EMO 
 for key in default predicted measured best_static search packs unique_packs; do
   check "optimize JSON has $key" grep -q "\"$key\"" "$tmp/optimize.json"
 done
+check "optimize sets EMO beside the static clocks at its own slowdown, recomputed here from the sweep" python3 -c "
+import json, sys
+o = json.load(open('$tmp/optimize.json'))
+s = o['measured']['slowdown']
+pts = [(0.0, 0.0)] + [(p['slowdown'], p['energy_saving']) for p in o['static_sweep']]
+best = max([e for d, e in pts if d <= s] + [ea + (eb - ea) * (s - da) / (db - da) for da, ea in pts for db, eb in pts if da < s < db])
+sys.exit(0 if abs(o['static_frontier_saving'] - best) < 1e-9 else 1)"
 check "optimize's policy records its budget and the predicted default iteration time (for emo run's guard)" python3 -c \
   "import json,sys; p=json.load(open('$tmp/policy.json')); o=json.load(open('$tmp/optimize.json')); sys.exit(0 if p['budget'] == 0.05 and p['default_iteration_ms'] == o['predicted']['default_iteration_ms'] else 1)"
 "$emo" sim --workload "$workloads/dp2-gpt3-1.3b-a100.json" --policy "$tmp/policy.json" --iterations 3 >/dev/null 2>&1; rc=$?

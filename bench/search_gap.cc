@@ -1,9 +1,9 @@
 // search_gap.cc — the search's optimality gap on small instances: the DP's predicted energy over
 // the exact optimum of the same model (search/mip_reference.h, GLPK) on the random two-GPU
 // instances of tests/search_instances.h, per instance and as mean and max.
-// Run: build/search_gap [SEEDS=8] [MAX_STATES=8] [POINTS=7] [LOCAL_SEARCH=0] [PAIRS=0] (points per GPU: the grid is the
-// iteration / POINTS, rounded up to a ms; budgets 0, 0.02, 0.05, 0.2; 6-12 packs; no
-// latency or jitter, changes at every point: the settings under which the program is exact)
+// Run: build/search_gap [SEEDS=8] [MAX_STATES=8] [POINTS=7] [LOCAL_SEARCH=0] [PAIRS=0] [BACKWARD=1] (points per GPU:
+// the grid is the iteration / POINTS, rounded up to a ms; budgets 0, 0.02, 0.05, 0.2; 6-12 packs; no latency or jitter,
+// changes at every point: the settings under which the program is exact)
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   const int per_gpu = argc > 3 ? std::atoi(argv[3]) : 7;
   const bool local_search = argc > 4 && std::atoi(argv[4]) != 0;
   const bool pairs = argc > 5 && std::atoi(argv[5]) != 0;
+  const bool backward = argc <= 6 || std::atoi(argv[6]) != 0;
   std::printf("%4s %5s %6s %6s %10s %10s %7s %7s %7s\n", "seed", "packs", "points", "budget", "optimum_j", "search_j",
               "gap_%", "mip_s", "dp_s");
   double sum = 0, most = 0;
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
       o.max_states = max_states;
       o.local_search = local_search;
       o.pairs = pairs;
+      o.backward = backward;
       MipResult m;
       SearchResult r;
       std::string err;
@@ -59,7 +61,8 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "gap over %d instances: mean %.2f %%, max %.2f %%, %d above 3 %% (max_states %d, grid: iteration / %d, local "
-      "search %s, pairs %s)\n",
-      n, 100 * sum / n, 100 * most, over, max_states, per_gpu, local_search ? "on" : "off", pairs ? "on" : "off");
+      "search %s, pairs %s, backward DP %s)\n",
+      n, 100 * sum / n, 100 * most, over, max_states, per_gpu, local_search ? "on" : "off", pairs ? "on" : "off",
+      backward ? "on" : "off");
   return 0;
 }

@@ -209,6 +209,9 @@ int main(int argc, char** argv) {
   o->add_flag("--pairs", opt.pairs,
               "after the search, try pairs of change points, one clock up and the other down (closer to the "
               "model's optimum; measured over budget on one simulated bench job, see the README)");
+  o->add_flag("--no-backward-dp", opt.no_backward,
+              "only the forward DP: no DP that decides the change points from the last (further from the "
+              "model's optimum on small instances, see the README)");
   o->add_option("--search-threads", opt.search_threads,
                 "threads predicting the search's candidate schedules (0: every core; the answer is the same)")
       ->check(CLI::NonNegativeNumber);

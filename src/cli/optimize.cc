@@ -42,6 +42,7 @@ SearchOptions SearchOptionsOf(const OptimizeOptions& opt, const Graph& g, int gp
   so.max_states = opt.max_states;
   so.local_search = opt.local_search;
   so.pairs = opt.pairs;
+  so.backward = !opt.no_backward;
   so.threads = opt.search_threads;
   return so;
 }

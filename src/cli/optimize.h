@@ -32,6 +32,7 @@ struct OptimizeOptions {
   int max_states = 8;         // states kept per change point
   bool local_search = false;  // SearchOptions::local_search
   bool pairs = false;         // SearchOptions::pairs
+  bool no_backward = false;   // SearchOptions::backward off
   int search_threads = 0;     // SearchOptions::threads (0: every core)
   double pack_ms = 5;         // packing's Δmax
   int trace_iterations = 4;   // iterations traced at default clocks

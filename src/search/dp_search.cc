@@ -22,7 +22,7 @@ struct Point {
 };
 
 struct State {
-  std::vector<int> clock;  // per decided point
+  std::vector<int> clock;  // per point, in time order (the undecided ones at the DP's base)
   Predictor::Result result;
   Schedule schedule;                                 // of clock, the undecided points at the base clock
   std::shared_ptr<const Predictor::PassState> pass;  // the pass for schedule, for the children's RunFrom
@@ -47,14 +47,14 @@ void ParallelFor(int threads, size_t n, const F& f) {
   for (std::thread& t : pool) t.join();
 }
 
-// The schedule of a state: per group, its points' clocks in time order, a landing where the clock
-// changes (the first point always lands, so nothing carries over from the previous iteration
-// unless the latency delays it), the undecided points (after clock's) at their base clock.
-Schedule ScheduleOf(const std::vector<Point>& points, const std::vector<int>& clock, const std::vector<int>& base,
-                    const std::vector<int>& group, int groups, int default_clock, double latency_ns, double jitter_ns) {
+// The schedule of a clock per point: per group, its points' clocks in time order, a landing where
+// the clock changes (the first point always lands, so nothing carries over from the previous
+// iteration unless the latency delays it).
+Schedule ScheduleOf(const std::vector<Point>& points, const std::vector<int>& clock, const std::vector<int>& group,
+                    int groups, int default_clock, double latency_ns, double jitter_ns) {
   std::vector<std::vector<Landing>> per_group(groups);
   for (size_t j = 0; j < points.size(); ++j) {
-    const int c = j < clock.size() ? clock[j] : base[j];
+    const int c = clock[j];
     std::vector<Landing>& l = per_group[points[j].group];
     if (l.empty() || l.back().clock != c) l.push_back({std::max(points[j].t_ns, latency_ns), c});
   }
@@ -84,12 +84,43 @@ struct Counters {
   int64_t nodes = 0;
 };
 
-// The dynamic program with every undecided point j at base[j]: the least-energy state found. Each
-// point's children are predicted in parallel from their parents' passes, then filed in one order
-// (parent, then candidate), so the answer does not depend on the threads.
+// Whether point j's group may take clock c at j, given the clocks of the points decided so far:
+// a change of clock lands at least min_interval after the group's previous landing among them.
+// Forward, the points before j are decided: a change at j lands at t_j, after their last landing.
+// Backward, the points after j are: a change between j and the group's next point lands at that
+// point's time, before their first landing.
+bool MayTake(const std::vector<Point>& points, const std::vector<int>& clock, const std::vector<int>& base_clock,
+             size_t j, int c, bool backward, double eps_ns) {
+  const int g = points[j].group;
+  if (!backward) {
+    int prev = base_clock[j];
+    double last_change = -1e300;
+    for (size_t i = 0; i < j; ++i)
+      if (points[i].group == g) {
+        if (clock[i] != prev) last_change = points[i].t_ns;
+        prev = clock[i];
+      }
+    return c == prev || points[j].t_ns - last_change >= eps_ns;
+  }
+  size_t next = points.size();
+  for (size_t i = j + 1; i < points.size() && next == points.size(); ++i)
+    if (points[i].group == g) next = i;
+  if (next == points.size() || c == clock[next]) return true;
+  for (size_t i = next + 1, last = next; i < points.size(); ++i)
+    if (points[i].group == g) {
+      if (clock[i] != clock[last]) return points[i].t_ns - points[next].t_ns >= eps_ns;
+      last = i;
+    }
+  return true;
+}
+
+// The dynamic program with every undecided point j at base[j]: the least-energy state found.
+// Points are decided in time order, or with `backward` from the last: the two prune differently
+// (see dp_search.h). Each point's children are predicted in parallel from their parents' passes,
+// then filed in one order (parent, then candidate), so the answer does not depend on the threads.
 State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
             const std::vector<int>& group, int groups, const std::vector<int>& cand, const std::vector<int>& base_clock,
-            int threads, Counters* counters) {
+            bool backward, int threads, Counters* counters) {
   const Predictor::Result base = predictor.base();
   const double iteration_ns = predictor.period_ns();
   const double step_ns = opt.step_ms > 0 ? opt.step_ms * 1e6 : std::min(1e6, iteration_ns / 1000);
@@ -98,13 +129,14 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
   const double eps_ns = opt.min_interval_ms * 1e6;
   const int dc = predictor.default_clock();
   auto schedule_of = [&](const std::vector<int>& clock) {
-    return ScheduleOf(points, clock, base_clock, group, groups, dc, latency_ns, jitter_ns);
+    return ScheduleOf(points, clock, group, groups, dc, latency_ns, jitter_ns);
   };
 
   std::vector<State> states(1);
   {
     State& s = states[0];
-    s.schedule = schedule_of({});
+    s.clock = base_clock;
+    s.schedule = schedule_of(s.clock);
     auto pass = std::make_shared<Predictor::PassState>();
     s.result = predictor.Run(s.schedule, pass.get());
     if (std::any_of(base_clock.begin(), base_clock.end(), [&](int c) { return c != dc; }))
@@ -113,8 +145,8 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
     s.pass = std::move(pass);
   }
   std::vector<Predictor::PassState> scratch(static_cast<size_t>(std::max(1, threads)));
-  for (size_t j = 0; j < points.size(); ++j) {
-    const int g = points[j].group;
+  for (size_t step = 0; step < points.size(); ++step) {
+    const size_t j = backward ? points.size() - 1 - step : step;
     // The extensions of every state by every candidate clock allowed here.
     struct Child {
       size_t parent;
@@ -124,19 +156,10 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       int64_t nodes = 0;
     };
     std::vector<Child> children;
-    for (size_t si = 0; si < states.size(); ++si) {
-      const State& s = states[si];
-      // The group's clock before this point and when it last changed.
-      int prev = base_clock[j];
-      double last_change = -1e300;
-      for (size_t i = 0; i < j; ++i)
-        if (points[i].group == g) {
-          if (s.clock[i] != prev) last_change = points[i].t_ns;
-          prev = s.clock[i];
-        }
+    for (size_t si = 0; si < states.size(); ++si)
       for (int c : cand)
-        if (c == prev || points[j].t_ns - last_change >= eps_ns) children.push_back({si, c, {}, {}, 0});
-    }
+        if (MayTake(points, states[si].clock, base_clock, j, c, backward, eps_ns))
+          children.push_back({si, c, {}, {}, 0});
     ParallelFor(threads, children.size(), [&](size_t i, int worker) {
       Child& ch = children[i];
       const State& parent = states[ch.parent];
@@ -145,7 +168,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
         return;
       }
       std::vector<int> clock = parent.clock;
-      clock.push_back(ch.clock);
+      clock[j] = ch.clock;
       ch.schedule = schedule_of(clock);
       ch.result = opt.incremental ? predictor.RunFrom(ch.schedule, parent.schedule, *parent.pass, &scratch[worker])
                                   : predictor.Run(ch.schedule, &scratch[worker]);
@@ -184,7 +207,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       const State& parent = states[ch.parent];
       State& n = next[i];
       n.clock = parent.clock;
-      n.clock.push_back(ch.clock);
+      n.clock[j] = ch.clock;
       n.result = ch.result;
       if (ch.clock == base_clock[j]) {
         n.schedule = parent.schedule;
@@ -198,7 +221,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       n.pass = std::move(pass);
     });
     for (const State& n : next)
-      if (n.clock.back() != base_clock[j] && n.pass) counters->nodes += n.pass->nodes_computed;
+      if (n.clock[j] != base_clock[j] && n.pass) counters->nodes += n.pass->nodes_computed;
     states = std::move(next);
   }
   return *std::min_element(states.begin(), states.end(),
@@ -236,7 +259,7 @@ void Sweep(const Predictor& predictor, const SearchOptions& opt, const std::vect
   const int dc = predictor.default_clock();
   const std::vector<int> defaults(points.size(), dc);
   auto schedule_of = [&](const std::vector<int>& clock) {
-    return ScheduleOf(points, clock, defaults, group, groups, dc, latency_ns, jitter_ns);
+    return ScheduleOf(points, clock, group, groups, dc, latency_ns, jitter_ns);
   };
   best->schedule = schedule_of(best->clock);
   Predictor::PassState pass;
@@ -390,9 +413,9 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   std::vector<Predictor::PassState> scratch(static_cast<size_t>(threads));
   ParallelFor(threads, uniform.size(), [&](size_t c, int worker) {
     const int ci = static_cast<int>(c);
-    uniform[c] = predictor.Run(
-        ScheduleOf(points, std::vector<int>(points.size(), ci), {}, group, groups, dc, latency_ns, jitter_ns),
-        &scratch[worker]);
+    uniform[c] =
+        predictor.Run(ScheduleOf(points, std::vector<int>(points.size(), ci), group, groups, dc, latency_ns, jitter_ns),
+                      &scratch[worker]);
   });
   scratch.clear();
   int best_static = dc;
@@ -410,8 +433,13 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   if (best_static != dc) bases.push_back(std::vector<int>(points.size(), best_static));
   State best;
   for (const std::vector<int>& base : bases) {
-    State s = RunDp(predictor, opt, points, group, groups, cand, base, threads, &counters);
+    State s = RunDp(predictor, opt, points, group, groups, cand, base, false, threads, &counters);
     if (best.clock.empty() || s.result.energy_j < best.result.energy_j) best = std::move(s);
+  }
+  // Backward from the last base (the best single clock, where there is one): see dp_search.h.
+  if (opt.backward) {
+    State s = RunDp(predictor, opt, points, group, groups, cand, bases.back(), true, threads, &counters);
+    if (s.result.energy_j < best.result.energy_j) best = std::move(s);
   }
   // Again with the undecided points at the best schedule's clocks, while that saves energy: each
   // point is then judged with the later ones where the answer put them, not all at one clock. (A
@@ -419,7 +447,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   for (int round = 0; round < opt.dp_rounds; ++round) {
     if (std::find(bases.begin(), bases.end(), best.clock) != bases.end()) break;
     bases.push_back(best.clock);
-    State again = RunDp(predictor, opt, points, group, groups, cand, best.clock, threads, &counters);
+    State again = RunDp(predictor, opt, points, group, groups, cand, best.clock, false, threads, &counters);
     if (!(again.result.energy_j < best.result.energy_j * (1 - 1e-9))) break;
     best = std::move(again);
   }
@@ -429,7 +457,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   out->evaluations = counters.evaluations;
   out->nodes_computed = counters.nodes;
   out->threads = threads;
-  out->schedule = ScheduleOf(points, best.clock, {}, group, groups, dc, latency_ns, 0);
+  out->schedule = ScheduleOf(points, best.clock, group, groups, dc, latency_ns, 0);
   out->predicted = best.result;
   out->best_static = best_static == dc ? -1 : best_static;
   out->points = static_cast<int>(points.size());

@@ -84,13 +84,18 @@ struct Counters {
   int64_t nodes = 0;
 };
 
-// Whether point j's group may take clock c at j, given the clocks of the points decided so far:
-// a change of clock lands at least min_interval after the group's previous landing among them.
+// Which clocks point j's group may take at j, given the clocks of the points decided so far: a
+// change of clock lands at least min_interval after the group's previous landing among them.
 // Forward, the points before j are decided: a change at j lands at t_j, after their last landing.
 // Backward, the points after j are: a change between j and the group's next point lands at that
-// point's time, before their first landing.
-bool MayTake(const std::vector<Point>& points, const std::vector<int>& clock, const std::vector<int>& base_clock,
-             size_t j, int c, bool backward, double eps_ns) {
+// point's time, before their first landing. `keep` (the clock that changes nothing) is always
+// allowed; the others when `change` is.
+struct Allowed {
+  int keep = -1;
+  bool change = true;
+};
+Allowed AllowedAt(const std::vector<Point>& points, const std::vector<int>& clock, const std::vector<int>& base_clock,
+                  size_t j, bool backward, double eps_ns) {
   const int g = points[j].group;
   if (!backward) {
     int prev = base_clock[j];
@@ -100,18 +105,18 @@ bool MayTake(const std::vector<Point>& points, const std::vector<int>& clock, co
         if (clock[i] != prev) last_change = points[i].t_ns;
         prev = clock[i];
       }
-    return c == prev || points[j].t_ns - last_change >= eps_ns;
+    return {prev, points[j].t_ns - last_change >= eps_ns};
   }
   size_t next = points.size();
   for (size_t i = j + 1; i < points.size() && next == points.size(); ++i)
     if (points[i].group == g) next = i;
-  if (next == points.size() || c == clock[next]) return true;
+  if (next == points.size()) return {};
   for (size_t i = next + 1, last = next; i < points.size(); ++i)
     if (points[i].group == g) {
-      if (clock[i] != clock[last]) return points[i].t_ns - points[next].t_ns >= eps_ns;
+      if (clock[i] != clock[last]) return {clock[next], points[i].t_ns - points[next].t_ns >= eps_ns};
       last = i;
     }
-  return true;
+  return {clock[next], true};
 }
 
 // The dynamic program with every undecided point j at base[j]: the least-energy state found.
@@ -156,10 +161,11 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       int64_t nodes = 0;
     };
     std::vector<Child> children;
-    for (size_t si = 0; si < states.size(); ++si)
+    for (size_t si = 0; si < states.size(); ++si) {
+      const Allowed a = AllowedAt(points, states[si].clock, base_clock, j, backward, eps_ns);
       for (int c : cand)
-        if (MayTake(points, states[si].clock, base_clock, j, c, backward, eps_ns))
-          children.push_back({si, c, {}, {}, 0});
+        if (c == a.keep || a.change) children.push_back({si, c, {}, {}, 0});
+    }
     ParallelFor(threads, children.size(), [&](size_t i, int worker) {
       Child& ch = children[i];
       const State& parent = states[ch.parent];
@@ -257,7 +263,6 @@ void Sweep(const Predictor& predictor, const SearchOptions& opt, const std::vect
   const double latency_ns = opt.dvfs_latency_ms * 1e6, jitter_ns = opt.dvfs_jitter_ms * 1e6;
   const double eps_ns = opt.min_interval_ms * 1e6;
   const int dc = predictor.default_clock();
-  const std::vector<int> defaults(points.size(), dc);
   auto schedule_of = [&](const std::vector<int>& clock) {
     return ScheduleOf(points, clock, group, groups, dc, latency_ns, jitter_ns);
   };

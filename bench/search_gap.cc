@@ -33,12 +33,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     for (double budget : {0.0, 0.02, 0.05, 0.2}) {
-      SearchOptions o;
-      o.budget = budget;
-      o.grid_ms = std::ceil(inst.pred.period_ns() / per_gpu * 1e-6);
-      o.min_interval_ms = 0;
-      o.dvfs_latency_ms = 0;
-      o.dvfs_jitter_ms = 0;
+      SearchOptions o = ExactOptions(budget, std::ceil(inst.pred.period_ns() / per_gpu * 1e-6), 0);
       o.max_states = max_states;
       o.local_search = local_search;
       o.pairs = pairs;

@@ -11,6 +11,7 @@
 
 #include "model/predict.h"
 #include "packed_graph.h"
+#include "search/dp_search.h"
 
 namespace emo {
 
@@ -115,6 +116,18 @@ inline double Exhaustive(Predictor& pred, double grid_ns, double budget, double 
     }
   }
   return best;
+}
+
+// Search options under which the exact methods (enumeration, the MIP reference) and the DP solve
+// the same problem: no jitter, changes allowed at every point.
+inline SearchOptions ExactOptions(double budget, double grid_ms, double latency_ms) {
+  SearchOptions o;
+  o.budget = budget;
+  o.grid_ms = grid_ms;
+  o.min_interval_ms = 0;
+  o.dvfs_latency_ms = latency_ms;
+  o.dvfs_jitter_ms = 0;
+  return o;
 }
 
 }  // namespace emo

@@ -13,17 +13,6 @@
 namespace emo {
 namespace {
 
-// What the DP must be given for the program to be exact: no jitter, changes allowed at every point.
-SearchOptions ExactOptions(double budget, double grid_ms, double latency_ms) {
-  SearchOptions o;
-  o.budget = budget;
-  o.grid_ms = grid_ms;
-  o.min_interval_ms = 0;
-  o.dvfs_latency_ms = latency_ms;
-  o.dvfs_jitter_ms = 0;
-  return o;
-}
-
 // (a) The tiny instance of search_test.cc, 4 clocks ^ 7 points: the program's optimum is the
 // exhaustive one, with and without a DVFS latency (which moves the first landing to 5 ms), and its
 // schedule predicts what it says.

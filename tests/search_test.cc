@@ -19,12 +19,7 @@ TEST(Search, WithinThreePercentOfTheExhaustiveOptimum) {
     ASSERT_EQ(inst.err, "");
     double exact_end = 0;
     const double exact = Exhaustive(inst.pred, 10e6, budget, 0, &exact_end);
-    SearchOptions o;
-    o.budget = budget;
-    o.grid_ms = 10;
-    o.min_interval_ms = 0;
-    o.dvfs_latency_ms = 0;
-    o.dvfs_jitter_ms = 0;
+    SearchOptions o = ExactOptions(budget, 10, 0);
     o.step_ms = 0.1;
     SearchResult r;
     std::string err;
@@ -145,8 +140,6 @@ void ExpectSameSearch(const SearchResult& a, const SearchResult& b) {
   }
 }
 
-// The answer does not depend on the threads (one, two and five), nor on whether the passes start
-// from the change (the whole pass is the reference), bit for bit, with and without the local search.
 // Changes of one GPU's clock land at least min_interval apart, whichever way the DP decided the
 // points (the backward DP checks a change against the landings after it), and on some of these
 // instances the backward DP's answer is the one kept. (The first landing, at the iteration start,
@@ -159,12 +152,8 @@ TEST(Search, ChangesStayMinIntervalApartBothWays) {
       SCOPED_TRACE(budget);
       RandomInstance inst(seed, 10);
       ASSERT_EQ(inst.err, "");
-      SearchOptions o;
-      o.budget = budget;
-      o.grid_ms = 5;
+      SearchOptions o = ExactOptions(budget, 5, 0);
       o.min_interval_ms = 12;
-      o.dvfs_latency_ms = 0;
-      o.dvfs_jitter_ms = 0;
       SearchResult both, forward;
       std::string err;
       ASSERT_TRUE(Search(inst.pred, o, &both, &err)) << err;
@@ -173,12 +162,14 @@ TEST(Search, ChangesStayMinIntervalApartBothWays) {
       EXPECT_LE(both.predicted.end_ns, inst.pred.base().end_ns * (1 + budget) + 1e-3);
       o.backward = false;
       ASSERT_TRUE(Search(inst.pred, o, &forward, &err)) << err;
-      EXPECT_LE(both.predicted.energy_j, forward.predicted.energy_j * (1 + 1e-9) + 0.01 * forward.predicted.energy_j);
+      EXPECT_LE(both.predicted.energy_j, forward.predicted.energy_j * (1.01 + 1e-9));
       backward_kept += both.predicted.energy_j < forward.predicted.energy_j * (1 - 1e-9);
     }
   EXPECT_GT(backward_kept, 0);
 }
 
+// The answer does not depend on the threads (one, two and five), nor on whether the passes start
+// from the change (the whole pass is the reference), bit for bit, with and without the local search.
 TEST(Search, ThreadsAndPartialPassesDoNotChangeTheAnswer) {
   for (uint32_t seed : {11u, 12u, 13u}) {
     SCOPED_TRACE(seed);

@@ -14,9 +14,10 @@ echo "== formatting (.clang-format)"
 find src tests bench fuzz \( -name '*.cc' -o -name '*.h' \) -print0 | xargs -0 clang-format --dry-run --Werror
 
 echo "== build and test (-Werror, ASan + UBSan)"
-# -g1: line tables for the sanitizers' reports, without a full debug build's compile time.
+# -g1: line tables for the sanitizers' reports, without a full debug build's compile time. A unity
+# build, as scripts/demo.sh builds: faster, and it keeps the sources free of clashing file-local names.
 cmake -S . -B build-check -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1" \
-  -DEMO_WERROR=ON -DEMO_SANITIZE=ON -DEMO_TRACES="$traces" >/dev/null
+  -DCMAKE_UNITY_BUILD=ON -DEMO_WERROR=ON -DEMO_SANITIZE=ON -DEMO_TRACES="$traces" >/dev/null
 cmake --build build-check -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-check --output-on-failure -j "$jobs"
 

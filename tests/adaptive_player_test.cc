@@ -15,8 +15,6 @@
 namespace emo {
 namespace {
 
-constexpr double kMs = 1e6;  // ns
-
 // One GPU drawing 200 W, a planner that records its windows and answers with `answers` in turn
 // (an empty policy: "cannot plan"), iterations fed by duration.
 struct Job {

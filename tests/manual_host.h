@@ -9,6 +9,8 @@
 
 namespace emo {
 
+inline constexpr double kMs = 1e6;  // ns in a millisecond: the host's time is in ns
+
 // A host whose time the test moves: timers run when the clock passes them, before the iteration
 // start that comes at that time.
 class ManualHost : public ControllerHost {

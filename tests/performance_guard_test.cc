@@ -18,8 +18,6 @@
 namespace emo {
 namespace {
 
-constexpr double kMs = 1e6;  // ns
-
 // Feeds iteration starts `ms` apart (the first at 0); returns the start times.
 std::vector<double> Feed(PerformanceGuard* g, const std::vector<double>& ms, double t0 = 0) {
   std::vector<double> starts{t0};

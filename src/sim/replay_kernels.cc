@@ -16,7 +16,6 @@
 namespace emo::sim {
 namespace {
 
-bool Has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 bool HasAny(const std::string& s, std::initializer_list<const char*> parts) {
   for (const char* p : parts)
     if (Has(s, p)) return true;

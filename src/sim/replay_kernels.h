@@ -32,6 +32,9 @@ enum class ReplayKernelClass {
 
 const char* ReplayKernelClassName(ReplayKernelClass c);
 
+// Whether a kernel name holds `part` (case as given).
+inline bool Has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
 // The archetype of a kernel name (exposed for the tests of the name table).
 ReplayKernelClass ClassifyReplayKernel(const std::string& name);
 

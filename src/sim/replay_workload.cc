@@ -18,8 +18,6 @@ namespace {
 // Prefixes an NCCL kernel replayed without a collective (kNoPeer in the header).
 const std::string kNoPeer = "(no peer traced) ";
 
-bool Has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
 CollectiveKind CollectiveOf(const std::string& name) {
   if (Has(name, "AllGather")) return CollectiveKind::kAllGather;
   if (Has(name, "ReduceScatter")) return CollectiveKind::kReduceScatter;

@@ -438,10 +438,6 @@ bool WriteGzip(const std::string& tmp, const std::string& text, std::string* err
   return ok;
 }
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 }  // namespace
 
 void WriteKinetoJson(const Trace& trace, size_t rank_index, std::string* out) {
@@ -461,7 +457,7 @@ bool WriteKinetoJson(const Trace& trace, size_t rank_index, const std::string& p
   std::string text;
   Write(trace, trace.ranks[rank_index], path, &text);
   const std::string tmp = path + ".tmp";
-  bool ok = EndsWith(path, ".gz") ? WriteGzip(tmp, text, err) : WritePlain(tmp, text, err);
+  bool ok = path.ends_with(".gz") ? WriteGzip(tmp, text, err) : WritePlain(tmp, text, err);
   if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) {
     *err = path + ": cannot rename " + tmp + " to it: " + std::strerror(errno);
     ok = false;

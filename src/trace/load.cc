@@ -19,11 +19,6 @@ namespace emo {
 
 namespace fs = std::filesystem;
 
-static bool EndsWith(const std::string& s, const char* suffix) {
-  size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 bool ExpandTracePaths(const std::vector<std::string>& paths, std::vector<std::string>* files, std::string* err) {
   for (const std::string& p : paths) {
     std::error_code ec;
@@ -31,7 +26,7 @@ bool ExpandTracePaths(const std::vector<std::string>& paths, std::vector<std::st
       std::vector<std::string> found;
       for (const auto& entry : fs::directory_iterator(p, ec)) {
         std::string f = entry.path().string();
-        if (entry.is_regular_file() && (EndsWith(f, ".json") || EndsWith(f, ".json.gz") || EndsWith(f, ".sqlite")))
+        if (entry.is_regular_file() && (f.ends_with(".json") || f.ends_with(".json.gz") || f.ends_with(".sqlite")))
           found.push_back(f);
       }
       if (ec) {

@@ -318,8 +318,58 @@ if [ -f "$(dirname "$emo")/libemo_inject.so" ]; then
     sh -c 'echo "$NCCL_PROFILER_PLUGIN" >"$0"' "$tmp/plugin" >/dev/null 2>"$tmp/err"
   check "trace keeps the user's NCCL_PROFILER_PLUGIN" test "$(cat "$tmp/plugin")" = /opt/my-profiler.so
   check "and says so" grep -q "NCCL_PROFILER_PLUGIN is set (/opt/my-profiler.so): keeping it" "$tmp/err"
+  EMO_TRACE_CONTROL= "$emo" trace -o "$tmp/od" --on-demand -- sh -c 'echo "$EMO_TRACE_CONTROL" >"$0"' \
+    "$tmp/control" >/dev/null 2>&1
+  check "trace --on-demand hands the directory to the injection library" test "$(cat "$tmp/control")" = "$tmp/od"
 else
   check "an emo without CUDA support says so" grep -q "without CUDA support" "$tmp/err"
+fi
+"$emo" trace -o "$tmp/od" --on-demand --iterations 3 -- true >/dev/null 2>"$tmp/err"; rc=$?
+check "trace --on-demand takes no --iterations (they go with --request)" test $rc -eq 1
+
+# emo trace --request: the on-demand protocol (trace/trace_control.h) against a stand-in for a
+# traced process (libemo_inject.so needs a GPU): it registers, waits for the request and answers
+# with a trace of the simulator's.
+mkdir -p "$tmp/od"
+"$emo" trace --request "$tmp/od" --iterations 2 --timeout 0.2 >/dev/null 2>"$tmp/err"; rc=$?
+check "a request that no process takes exits 1" test $rc -eq 1
+check "and says that no traced process registered" grep -q "no traced process registered" "$tmp/err"
+"$emo" trace --request "$tmp/od" -- true >/dev/null 2>"$tmp/err"; rc=$?
+check "a request takes no command" test $rc -eq 1
+if [ -f "$tmp/tr/rank-0.json" ]; then
+  cat >"$tmp/fake_traced.py" <<'PY'
+import os, sys, time
+control, trace = sys.argv[1], sys.argv[2]
+name = "emo-trace-pid%d.json" % os.getpid()
+proc = os.path.join(control, "proc-%d" % os.getpid())
+def request():
+    return open(os.path.join(control, "request")).read().split()
+seen = int(request()[2])  # the request before this process began is not its to answer
+with open(proc, "w") as f:
+    f.write("%s %d\n" % (name, seen))
+deadline = time.time() + 30
+while time.time() < deadline:
+    words = request()
+    if words[:2] == ["emo-trace-request", "1"] and int(words[2]) > seen:
+        window = os.path.join(control, "window-" + words[2])
+        os.makedirs(window, exist_ok=True)
+        with open(os.path.join(window, name + ".tmp"), "w") as f:
+            f.write(open(trace).read())
+        os.rename(os.path.join(window, name + ".tmp"), os.path.join(window, name))
+        break
+    time.sleep(0.02)
+time.sleep(0.5)
+os.remove(proc)
+PY
+  python3 "$tmp/fake_traced.py" "$tmp/od" "$tmp/tr/rank-0.json" &
+  fake=$!
+  sleep 0.3
+  "$emo" trace --request "$tmp/od" --iterations 2 --timeout 10 >"$tmp/out" 2>"$tmp/err"; rc=$?
+  wait $fake
+  check "a request answered exits 0" test $rc -eq 0
+  check "and prints the window's trace" grep -q "^$tmp/od/window-2/emo-trace-pid$fake.json\$" "$tmp/out"
+  "$emo" analyze "$tmp/od/window-2" >/dev/null 2>&1
+  check "the window's directory is a trace for emo analyze" test $? -eq 0
 fi
 
 "$emo" trace -o "$tmp/traces" --iterations 0 -- true >/dev/null 2>&1; rc=$?

@@ -363,5 +363,34 @@ TEST(CuptiRecords, AShortRunKeepsWhatFollowsTheWarmUp) {
   EXPECT_EQ(unmarked.ranks[0].calls.size(), 7u);
 }
 
+TEST(CuptiRecords, DropsGpuWorkAForcedFlushDeliveredUnfinished) {
+  Trace t;
+  t.ranks.emplace_back();
+  CuptiRecordConverter c(&t, 0);
+  AddApi(&c, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 10, 20, 1);
+  AddApi(&c, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 30, 40, 2);
+  AddKernel(&c, "done", 7, 50, 90, 1);
+  CUpti_ActivityKernel10 running{};  // still running at the flush: no end time yet
+  running.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  running.name = "running";
+  running.start = kBase + 95;
+  running.correlationId = 2;
+  c.Add(AsRecord(&running));
+  c.Finish();
+  ASSERT_EQ(t.ranks[0].ops.size(), 1u);
+  EXPECT_EQ(t.names.Get(t.ranks[0].ops[0].name), "done");
+  EXPECT_EQ(c.skipped(), 1);
+}
+
+TEST(CuptiRecords, StepRangeNames) {
+  EXPECT_TRUE(IsStepRangeName("emo.step"));
+  EXPECT_TRUE(IsStepRangeName("ProfilerStep#0"));
+  EXPECT_TRUE(IsStepRangeName("ProfilerStep#12"));
+  EXPECT_FALSE(IsStepRangeName("ProfilerStep#"));
+  EXPECT_FALSE(IsStepRangeName("ProfilerStep#1x"));
+  EXPECT_FALSE(IsStepRangeName("emo.step2"));
+  EXPECT_FALSE(IsStepRangeName("forward"));
+}
+
 }  // namespace
 }  // namespace emo

@@ -115,13 +115,19 @@ int main(int argc, char** argv) {
   CLI::App* t = app.add_subcommand("trace",
                                    "Trace an unmodified CUDA program with EMO's CUPTI injection library: one "
                                    "Kineto JSON per process in DIR, for emo analyze");
-  t->add_option("-o,--output", trace.out_dir, "directory for the traces (emo-trace-rank<R>.json or -pid<P>.json)")
-      ->required();
+  t->add_option("-o,--output", trace.out_dir, "directory for the traces (emo-trace-rank<R>.json or -pid<P>.json)");
   CLI::Option* trace_iterations =
       t->add_option("--iterations", trace.iterations,
                     "keep only this many steps (NVTX ranges emo.step or ProfilerStep#N) after the warm-up ones, and "
-                    "the work they issued; default: the whole run")
+                    "the work they issued; default: the whole run. With --request: the window's steps")
           ->check(CLI::PositiveNumber);
+  t->add_flag("--on-demand", trace.on_demand,
+              "trace nothing until asked: windows of steps on request (emo trace --request DIR), into DIR/window-S/");
+  t->add_option("--request", trace.request,
+                "instead of a command: ask the job traced --on-demand into DIR for its next --iterations steps, "
+                "and wait for them");
+  t->add_option("--timeout", trace.timeout_s, "with --request: seconds the job has for the window (default 60)")
+      ->check(CLI::PositiveNumber);
   t->add_option("--warmup", trace.warmup, "with --iterations: steps left out first (default 0)")
       ->check(CLI::NonNegativeNumber)
       ->needs(trace_iterations);

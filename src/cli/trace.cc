@@ -16,13 +16,56 @@
 #include <vector>
 
 #include "cli/child.h"
+#include "trace/trace_control.h"
 
 namespace emo {
 #ifdef EMO_HAVE_CUPTI
 namespace fs = std::filesystem;
 #endif
 
+namespace {
+
+// `emo trace --request DIR --iterations N`: asks, waits, and lists the answers.
+int RequestWindow(const TraceOptions& opt) {
+  if (!opt.command.empty() || opt.on_demand || opt.warmup > 0 || !opt.out_dir.empty()) {
+    fmt::print(stderr,
+               "emo trace: --request asks a running job for a window: it takes --iterations and --timeout "
+               "only\n");
+    return 1;
+  }
+  if (opt.iterations < 1) {
+    fmt::print(stderr, "emo trace: --request needs --iterations N\n");
+    return 1;
+  }
+  TraceRequest request;
+  std::string err;
+  if (!WriteTraceRequest(opt.request, opt.iterations, opt.timeout_s, &request, &err)) {
+    fmt::print(stderr, "emo trace: {}\n", err);
+    return 1;
+  }
+  fmt::print(stderr, "emo trace: request {} for {} iterations written to {}\n", request.seq, request.iterations,
+             opt.request);
+  // The processes' own timeout, and time for their last poll and for the GPU to finish.
+  WindowAnswers answers;
+  const bool all = WaitForWindow(opt.request, request.seq, opt.timeout_s + 5, 0.05, &answers, &err);
+  for (const std::string& f : answers.files) fmt::print("{}\n", f);
+  for (const std::string& e : answers.errors) fmt::print(stderr, "emo trace: no trace: {}\n", e);
+  if (!all) fmt::print(stderr, "emo trace: {}\n", err);
+  if (all && answers.errors.empty())
+    fmt::print(stderr, "emo trace: {} trace file{} in {} (emo analyze {})\n", answers.files.size(),
+               answers.files.size() == 1 ? "" : "s", WindowDir(opt.request, request.seq),
+               WindowDir(opt.request, request.seq));
+  return all && answers.errors.empty() ? 0 : 1;
+}
+
+}  // namespace
+
 int RunTrace(const TraceOptions& opt) {
+  if (!opt.request.empty()) return RequestWindow(opt);
+  if (opt.out_dir.empty()) {
+    fmt::print(stderr, "emo trace: -o DIR is required (or --request DIR)\n");
+    return 1;
+  }
 #ifndef EMO_HAVE_CUPTI
   (void)opt;
   fmt::print(stderr, "emo trace: this emo was built without CUDA support (no CUDA toolkit found at build time)\n");
@@ -46,8 +89,15 @@ int RunTrace(const TraceOptions& opt) {
   // Files written before this run are not reported as this run's.
   const auto started = fs::file_time_type::clock::now();
   setenv("CUDA_INJECTION64_PATH", fs::absolute(library).c_str(), 1);
-  setenv("EMO_TRACE_DIR", dir.c_str(), 1);
-  if (opt.iterations > 0) {
+  setenv("EMO_TRACE_DIR", dir.c_str(), 1);  // and the NCCL plugin's records, of the whole run
+  if (opt.on_demand) {
+    if (opt.iterations > 0) {
+      fmt::print(stderr, "emo trace: --on-demand traces the windows asked for: --iterations goes to --request\n");
+      return 1;
+    }
+    setenv(kTraceControlEnv, dir.c_str(), 1);
+    fmt::print(stderr, "emo trace: tracing on demand: emo trace --request {} --iterations N\n", dir.string());
+  } else if (opt.iterations > 0) {
     setenv("EMO_TRACE_WARMUP", std::to_string(opt.warmup).c_str(), 1);
     setenv("EMO_TRACE_ITERATIONS", std::to_string(opt.iterations).c_str(), 1);
   }
@@ -72,7 +122,7 @@ int RunTrace(const TraceOptions& opt) {
   }
 
   std::vector<std::string> written;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (((name.starts_with("emo-trace-") && name.ends_with(".json")) ||
          (name.starts_with("emo-nccl-") && name.ends_with(".txt"))) &&

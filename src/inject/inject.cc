@@ -4,21 +4,36 @@
 // and at exit writes one Kineto JSON file to $EMO_TRACE_DIR: emo-trace-rank<R>.json, R from the
 // launcher's variables (trace/launcher_rank.h: RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID),
 // else emo-trace-pid<P>.json. $EMO_TRACE_WARMUP and $EMO_TRACE_ITERATIONS (`emo trace --warmup M
-// --iterations N`) keep only N steps after M warm-up ones. Errors go to stderr as one line each and never stop the
-// traced program. With $EMO_PROFILE_RANGES set it profiles kernel ranges instead of tracing (pack_profiler.h).
+// --iterations N`) keep only N steps after M warm-up ones. With $EMO_TRACE_CONTROL set it records
+// nothing until asked, then windows of iterations on request (trace/trace_control.h). Errors go to
+// stderr as one line each and never stop the traced program. With $EMO_PROFILE_RANGES set it
+// profiles kernel ranges instead of tracing (pack_profiler.h).
 #include <cupti.h>
 #include <dlfcn.h>
+#include <fmt/core.h>
+#include <generated_nvtx_meta.h>
+#include <nvtx3/nvToolsExt.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "inject/pack_profiler.h"
 #include "trace/cupti_records.h"
+#include "trace/iteration_window.h"
 #include "trace/kineto_writer.h"
 #include "trace/launcher_rank.h"
+#include "trace/trace_control.h"
 
 namespace {
 
@@ -38,9 +53,10 @@ constexpr CUpti_ActivityKind kKinds[] = {
 struct State {
   std::mutex mu;
   emo::Trace trace;
-  emo::CuptiRecordConverter* converter = nullptr;
+  emo::CuptiRecordConverter* converter = nullptr;  // on demand: null while no window records
   uint64_t dropped = 0;
   bool written = false;
+  std::string gpu_name;  // from the DEVICE record, which comes once (kept for on-demand windows)
 };
 State* g_state = nullptr;
 
@@ -70,7 +86,13 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
   {
     std::lock_guard<std::mutex> lock(g_state->mu);
     CUpti_Activity* record = nullptr;
-    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) g_state->converter->Add(record);
+    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+      if (record->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
+        const char* name = reinterpret_cast<const CUpti_ActivityDevice5*>(record)->name;
+        if (g_state->gpu_name.empty() && name) g_state->gpu_name = name;
+      }
+      if (g_state->converter) g_state->converter->Add(record);
+    }
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS) g_state->dropped += dropped;
   }
@@ -108,6 +130,244 @@ void PointNvtxAtCupti() {
     setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
 }
 
+// Enables (or disables) the activity kinds, DEVICE excepted when disabling; false after one line
+// on stderr for all the kinds CUPTI refused (on a machine without a driver it refuses them all).
+bool EnableKinds(bool on) {
+  std::string refused;
+  CUptiResult first_error = CUPTI_SUCCESS;
+  for (CUpti_ActivityKind kind : kKinds) {
+    if (!on && kind == CUPTI_ACTIVITY_KIND_DEVICE) continue;
+    const CUptiResult r = on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
+    if (r == CUPTI_SUCCESS) continue;
+    if (first_error == CUPTI_SUCCESS) first_error = r;
+    refused += (refused.empty() ? "" : ",") + std::to_string(static_cast<int>(kind));
+  }
+  if (first_error == CUPTI_SUCCESS) return true;
+  return Check(first_error,
+               ((on ? "cuptiActivityEnable (kinds " : "cuptiActivityDisable (kinds ") + refused + ")").c_str());
+}
+
+// ---- On demand ($EMO_TRACE_CONTROL): windows of iterations when asked (trace/trace_control.h) ----
+// Iterations are counted as their NVTX ranges begin, by a CUPTI callback on the program's thread,
+// which also stamps the window's iteration starts in CUPTI's time: the window's end is known at
+// once, and its iterations do not wait for the marker records, which come later in buffers.
+struct OnDemand {
+  std::string dir, file;
+  long pid = 0;
+  emo::LauncherRank launcher;
+  std::atomic<int64_t> steps{0};  // step ranges begun so far
+  std::atomic<bool> armed{false};
+  std::mutex step_mu;  // the window's iteration starts (the callback's side)
+  int64_t start = 0;   // the window's first iteration, counted from 1
+  int64_t count = 0;   // and how many
+  std::vector<int64_t> starts_ns;
+  std::mutex mu;              // the rest, between the control thread and exit
+  int64_t seq = 0;            // the latest request seen
+  emo::TraceRequest request;  // the window's, while one records
+  std::chrono::steady_clock::time_point deadline, drained;
+};
+OnDemand* g_on_demand = nullptr;
+constexpr auto kPoll = std::chrono::milliseconds(50);
+
+void OnStepBegins() {
+  OnDemand& od = *g_on_demand;
+  const int64_t n = od.steps.fetch_add(1) + 1;
+  if (!od.armed.load()) return;
+  std::lock_guard<std::mutex> lock(od.step_mu);
+  if (n < od.start || n > od.start + od.count) return;
+  uint64_t ts = 0;
+  if (cuptiGetTimestamp(&ts) == CUPTI_SUCCESS) od.starts_ns.push_back(static_cast<int64_t>(ts));
+}
+
+void CUPTIAPI OnNvtx(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* cbdata) {
+  if (domain != CUPTI_CB_DOMAIN_NVTX) return;
+  const void* params = static_cast<const CUpti_NvtxData*>(cbdata)->functionParams;
+  const char* name = nullptr;
+  const nvtxEventAttributes_t* attributes = nullptr;
+  switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+      name = static_cast<const nvtxRangePushA_params*>(params)->message;
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+      name = static_cast<const nvtxRangeStartA_params*>(params)->message;
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+      attributes = static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib;
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+      attributes = static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib;
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+      attributes = static_cast<const nvtxDomainRangePushEx_params*>(params)->core.eventAttrib;
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+      attributes = static_cast<const nvtxDomainRangeStartEx_params*>(params)->core.eventAttrib;
+      break;
+    default:
+      return;
+  }
+  if (attributes && attributes->messageType == NVTX_MESSAGE_TYPE_ASCII) name = attributes->message.ascii;
+  if (name && emo::IsStepRangeName(name)) OnStepBegins();
+}
+
+// Writes why request `seq` gets no trace from this process.
+void Refuse(int64_t seq, const std::string& why) {
+  const OnDemand& od = *g_on_demand;
+  Warn("window " + std::to_string(seq) + ": " + why);
+  std::error_code ec;
+  std::filesystem::create_directories(emo::WindowDir(od.dir, seq), ec);
+  std::ofstream(emo::WindowDir(od.dir, seq) + "/" + od.file + ".error") << why << "\n";
+}
+
+// Agrees on the window's first iteration with the job's other processes, and records from now on
+// (its first iteration begins at least one iteration later). Holds od.mu.
+void StartWindow(const emo::TraceRequest& request) {
+  OnDemand& od = *g_on_demand;
+  const int64_t begun = od.steps.load();
+  int64_t start = 0;
+  std::string err;
+  if (!emo::ClaimWindowStart(od.dir, request.seq, begun + 2, &start, &err)) return Refuse(request.seq, err);
+  if (start <= begun + 1)  // the next iteration may begin before the records do
+    return Refuse(request.seq, "iteration " + std::to_string(start) + " had begun (or was about to) when the request " +
+                                   "reached this process, at iteration " + std::to_string(begun));
+  {
+    std::lock_guard<std::mutex> lock(g_state->mu);
+    g_state->trace = emo::Trace();
+    g_state->trace.ranks.emplace_back();
+    g_state->converter = new emo::CuptiRecordConverter(&g_state->trace, 0, NameFromCupti);
+  }
+  {
+    std::lock_guard<std::mutex> lock(od.step_mu);
+    od.start = start;
+    od.count = request.iterations;
+    od.starts_ns.clear();
+  }
+  od.request = request;
+  od.deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                       std::chrono::duration<double>(request.timeout_s));
+  od.drained = {};
+  EnableKinds(true);
+  od.armed.store(true);
+}
+
+// Stops recording and writes the window's iterations that ended (or why there are none) into the
+// request's window directory; `why` says why it ends early ("" when they all ended). Holds od.mu.
+void EndWindow(const std::string& why) {
+  OnDemand& od = *g_on_demand;
+  od.armed.store(false);
+  EnableKinds(false);
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // calls BufferCompleted: not under g_state->mu
+  std::vector<int64_t> starts;
+  {
+    std::lock_guard<std::mutex> lock(od.step_mu);
+    starts.swap(od.starts_ns);
+  }
+  std::lock_guard<std::mutex> lock(g_state->mu);
+  std::unique_ptr<emo::CuptiRecordConverter> converter(g_state->converter);
+  g_state->converter = nullptr;
+  converter->Finish();
+  emo::RankTrace& r = g_state->trace.ranks[0];
+  // The window's iterations, each from its start to the next one's.
+  r.iterations.clear();
+  for (size_t i = 0; i + 1 < starts.size(); ++i)
+    r.iterations.push_back({starts[i], starts[i + 1], od.start - 1 + static_cast<int64_t>(i)});
+  if (r.gpu_name.empty()) r.gpu_name = g_state->gpu_name;
+  if (od.launcher.rank >= 0) r.rank = od.launcher.rank;
+  if (od.launcher.world_size > 0) r.world_size = od.launcher.world_size;
+  const std::string path = emo::WindowDir(od.dir, od.request.seq) + "/" + od.file;
+  r.source = path;
+  const int64_t kept = static_cast<int64_t>(r.iterations.size());
+  std::string err;
+  if (kept == 0) {
+    err = why.empty() ? "no iteration ended" : why;
+  } else if (emo::KeepIterationWindow(&r, 0, kept, &err)) {
+    if (!why.empty()) Warn("window " + std::to_string(od.request.seq) + ": " + why);
+    emo::WriteKinetoJson(g_state->trace, 0, path, &err);
+  }
+  g_state->trace = emo::Trace();
+  if (!err.empty()) Refuse(od.request.seq, err);
+}
+
+// One look at the control directory: a new request starts a window; a window whose iterations have
+// all ended (the one after them has begun) ends once the GPU has had time to finish them.
+void Poll(std::string* last_err) {
+  OnDemand& od = *g_on_demand;
+  std::lock_guard<std::mutex> lock(od.mu);
+  const auto now = std::chrono::steady_clock::now();
+  if (!od.armed.load()) {
+    emo::TraceRequest request;
+    std::string err;
+    if (!emo::ReadTraceRequest(od.dir, &request, &err)) {
+      if (err != *last_err) Warn(err);
+      *last_err = err;
+      return;
+    }
+    last_err->clear();
+    if (request.seq <= od.seq) return;
+    od.seq = request.seq;
+    StartWindow(request);
+    return;
+  }
+  size_t stamped = 0;
+  int64_t first = 0, last = 0;
+  {
+    std::lock_guard<std::mutex> lock2(od.step_mu);
+    stamped = od.starts_ns.size();
+    if (stamped > 0) first = od.starts_ns.front(), last = od.starts_ns.back();
+  }
+  if (stamped == static_cast<size_t>(od.count) + 1 && od.drained == std::chrono::steady_clock::time_point()) {
+    // The GPU may run behind the program by up to an iteration: wait one (and at least 0.3 s).
+    const auto step = std::chrono::nanoseconds((last - first) / od.count);
+    od.drained = now + std::max<std::chrono::steady_clock::duration>(step, std::chrono::milliseconds(300));
+  }
+  if (od.drained != std::chrono::steady_clock::time_point() && now >= od.drained) {
+    EndWindow("");
+  } else if (now >= od.deadline) {
+    EndWindow(fmt::format("timed out after {} s, with {} of {} iterations ended (from iteration {}; {} begun in all)",
+                          od.request.timeout_s, stamped > 0 ? stamped - 1 : 0, od.count, od.start, od.steps.load()));
+  }
+}
+
+void ControlLoop() {
+  std::string last_err;
+  for (;;) {
+    std::this_thread::sleep_for(kPoll);
+    Poll(&last_err);
+  }
+}
+
+void EndOnDemandAtExit() {
+  OnDemand& od = *g_on_demand;
+  std::lock_guard<std::mutex> lock(od.mu);
+  if (od.armed.load()) EndWindow("the process ended");
+  emo::UnregisterTracedProcess(od.dir, od.pid);
+}
+
+// Registers the process and starts the control thread; the kinds record only inside windows.
+void StartOnDemand(const char* dir) {
+  g_on_demand = new OnDemand;
+  OnDemand& od = *g_on_demand;
+  od.dir = dir;
+  od.pid = static_cast<long>(getpid());
+  od.launcher = emo::RankFromEnvironment([](const char* var) { return std::getenv(var); });
+  od.file = emo::TraceFileName(od.launcher, od.pid);
+  std::string err;
+  emo::TraceRequest current;
+  if (!emo::ReadTraceRequest(od.dir, &current, &err)) Warn(err);
+  od.seq = current.seq;  // a request made before this process began is not its to answer
+  CUpti_SubscriberHandle subscriber = nullptr;
+  if (!Check(cuptiSubscribe(&subscriber, OnNvtx, nullptr), "cuptiSubscribe") ||
+      !Check(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX), "cuptiEnableDomain (NVTX)") ||
+      !Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE), "cuptiActivityEnable (DEVICE)"))
+    return;
+  if (!emo::RegisterTracedProcess(od.dir, od.pid, od.file, od.seq, &err)) {
+    Warn(err);
+    return;
+  }
+  std::atexit(EndOnDemandAtExit);
+  std::thread(ControlLoop).detach();
+}
+
 }  // namespace
 
 // Called by the CUDA driver when CUDA_INJECTION64_PATH names this library. Returns 1 (success)
@@ -121,6 +381,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 1;
   }
   g_state = new State;
+  // Thread ids as the kernel gives them (gettid), the same ids that NVTX markers carry.
+  Check(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType");
+  if (!Check(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted), "cuptiActivityRegisterCallbacks"))
+    return 1;
+  PointNvtxAtCupti();
+  if (const char* dir = std::getenv(emo::kTraceControlEnv); dir && *dir) {  // `emo trace --on-demand`
+    StartOnDemand(dir);
+    return 1;
+  }
   g_state->trace.ranks.emplace_back();
   g_state->converter = new emo::CuptiRecordConverter(&g_state->trace, 0, NameFromCupti);
   if (const char* n = std::getenv("EMO_TRACE_ITERATIONS"); n && *n) {
@@ -131,21 +400,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     else
       Warn("EMO_TRACE_WARMUP / EMO_TRACE_ITERATIONS must be a count >= 0 and >= 1: tracing the whole run");
   }
-  // Thread ids as the kernel gives them (gettid), the same ids that NVTX markers carry.
-  Check(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType");
-  if (!Check(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted), "cuptiActivityRegisterCallbacks"))
-    return 1;
-  // One line for all the kinds CUPTI refused (on a machine without a driver it refuses them all).
-  std::string refused;
-  CUptiResult first_error = CUPTI_SUCCESS;
-  for (CUpti_ActivityKind kind : kKinds) {
-    const CUptiResult r = cuptiActivityEnable(kind);
-    if (r == CUPTI_SUCCESS) continue;
-    if (first_error == CUPTI_SUCCESS) first_error = r;
-    refused += (refused.empty() ? "" : ",") + std::to_string(static_cast<int>(kind));
-  }
-  if (first_error != CUPTI_SUCCESS) Check(first_error, ("cuptiActivityEnable (kinds " + refused + ")").c_str());
-  PointNvtxAtCupti();
+  EnableKinds(true);
   std::atexit(WriteAtExit);
   return 1;
 }

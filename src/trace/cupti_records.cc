@@ -89,6 +89,8 @@ int64_t StepOf(std::string_view name, int64_t next_emo_step) {
 
 }  // namespace
 
+bool IsStepRangeName(std::string_view name) { return StepOf(name, 0) >= 0; }
+
 std::string KernelName(const char* name) {
   if (!name) return "kernel";
   if (std::strncmp(name, "_Z", 2) != 0) return name;
@@ -262,6 +264,11 @@ void CuptiRecordConverter::AddOp(int64_t start, int64_t end, int64_t correlation
                                  uint32_t name, GpuOpKind kind, int64_t bytes) {
   // An op cannot start before the call that issued it; one that starts after the window was
   // issued after it unless a call inside the window has its correlation or a later one.
+  if (start <= 0 || end < start) {  // incomplete: a forced flush delivers running work without its times
+    --converted_;
+    ++skipped_;
+    return;
+  }
   const bool compute = kind == GpuOpKind::kKernel && !IsCommKernelName(trace_->names.Get(name));
   if (start < floor_ns_ || (start > end_ns_ && correlation > max_correlation_)) {
     ++outside_window_;

@@ -15,7 +15,8 @@
 // With SetWindow(M, N) only iterations M..M+N-1 and the work they issued are kept
 // (trace/iteration_window.h); calls and GPU ops that cannot belong to them are dropped as they
 // arrive, so that a long run costs the memory of its window, not of the whole run.
-// Every other kind is counted in skipped() and dropped. Times are CUPTI's nanoseconds.
+// Every other kind, and GPU work a forced flush delivered unfinished (no end time), is counted in
+// skipped() and dropped. Times are CUPTI's nanoseconds.
 #pragma once
 
 #include <cupti_activity.h>
@@ -23,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -40,6 +42,8 @@ std::string BuiltinCallbackName(CUpti_CallbackDomain domain, CUpti_CallbackId cb
 
 // A kernel's name as Kineto shows it: demangled when it is a mangled C++ name.
 std::string KernelName(const char* name);
+// Whether an NVTX range of this name marks an iteration ("ProfilerStep#N", "emo.step").
+bool IsStepRangeName(std::string_view name);
 // NCCL's (and RCCL's) kernels, which EMO treats as communication, not compute.
 bool IsCommKernelName(const std::string& name);
 
@@ -61,6 +65,8 @@ class CuptiRecordConverter {
   int64_t converted() const { return converted_; }
   int64_t skipped() const { return skipped_; }
   int64_t outside_window() const { return outside_window_; }  // calls and ops dropped as they arrived
+  // Whether the window's last step has ended (its end record converted).
+  bool window_closed() const { return end_ns_ != INT64_MAX; }
   // After Finish: "" when the window was cut as asked, else what was kept instead and why.
   const std::string& window_note() const { return window_note_; }
 

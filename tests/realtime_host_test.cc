@@ -104,5 +104,37 @@ TEST(RealtimeHost, PlaysAPolicyAndResetsTheClockOnStop) {
   EXPECT_EQ(gpus.commands[2].what, FakeGpus::Command::kReset);
 }
 
+// A controller that holds the thread (a plan of the online loop takes seconds on hardware): the
+// iteration starts reported meanwhile, up to the job's end, still reach every controller before
+// Finish, with the times they were reported at.
+TEST(RealtimeHost, DeliversEveryIterationReportedBeforeStop) {
+  class Slow : public Recorder {
+   public:
+    double PeriodMs() const override { return -1; }
+    void OnIterationStart(int iteration, double now_ns) override {
+      Recorder::OnIterationStart(iteration, now_ns);
+      if (iteration == 0) SleepMs(200);
+    }
+  };
+  Slow slow;
+  RealtimeHost host;
+  host.Add(&slow);
+  host.Start();
+  std::vector<double> reported;
+  for (int i = 0; i < 4; ++i) {
+    reported.push_back(host.NowNs());
+    host.IterationStart();
+    SleepMs(5);
+  }
+  host.Stop();  // while the first iteration's call still sleeps
+  ASSERT_EQ(slow.iterations.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(slow.iterations[i].first, i);
+    EXPECT_GE(slow.iterations[i].second, reported[i]);
+    EXPECT_LT(slow.iterations[i].second, reported[i] + 100e6) << "stamped when reported, not when delivered";
+  }
+  EXPECT_EQ(slow.finished, 1);
+}
+
 }  // namespace
 }  // namespace emo

@@ -51,7 +51,8 @@ void RealtimeHost::Stop() {
 
 void RealtimeHost::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
-  while (!stop_) {
+  // Iterations reported before Stop are delivered first, however long a controller held the thread.
+  while (!stop_ || !pending_iterations_.empty()) {
     // The earliest due thing: a reported iteration (at once), a timer or a tick.
     double due = -1;
     for (double t : next_tick_ns_)
@@ -64,7 +65,7 @@ void RealtimeHost::Loop() {
       } else if (NowNs() < due) {
         wake_.wait_until(lock, start_ + std::chrono::nanoseconds(static_cast<int64_t>(due)));
       }
-      if (stop_) break;
+      if (stop_ && pending_iterations_.empty()) break;
     }
     // Take what is due now and run it without the lock, so that the training loop never waits on
     // a controller.

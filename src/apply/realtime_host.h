@@ -1,8 +1,9 @@
 // realtime_host.h — runs online controllers in wall-clock time, as on hardware: one thread calls
 // every controller's Tick at its period, delivers the iteration starts the training loop reports,
 // and fires timers (the policy player's clock changes). Every controller call happens on that
-// thread, so controllers need no locks. Stop() — also run by the destructor — ends the thread and
-// calls every controller's Finish(), which resets what it changed.
+// thread, so controllers need no locks. Stop() — also run by the destructor — delivers the iteration
+// starts reported before it, ends the thread and calls every controller's Finish(), which resets
+// what it changed.
 // The simulator's counterpart is sim::SimHost (sim/sim_gpu_control.h).
 #pragma once
 

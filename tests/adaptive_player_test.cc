@@ -23,6 +23,7 @@ struct Job {
   std::vector<double> budgets;
   std::vector<FrequencyPolicy> answers;
   std::vector<std::string> said;
+  double plan_ms = 0;  // how long each plan holds the host (seconds on hardware, none in the simulator)
   AdaptivePlayer player;
   ManualHost host{&player};
   double t_ns = 0;
@@ -34,6 +35,7 @@ struct Job {
             [this](const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* err) {
               windows.push_back(w);
               budgets.push_back(budget);
+              host.AdvanceTo(host.NowNs() + plan_ms * kMs);
               const size_t k = windows.size() - 1;
               if (k >= answers.size() || answers[k].gpus.empty()) {
                 *err = "no packs";
@@ -280,6 +282,34 @@ TEST(AdaptivePlayer, ResumesThePlanOfAPhaseThatComesBack) {
   EXPECT_EQ(job.windows.size(), 2u);
   EXPECT_EQ(job.player.plans().size(), 2u);
   EXPECT_EQ(job.player.plans()[0].drift_at, 27);
+}
+
+// On hardware a plan holds the host for a while (here 1 s, ten iterations): the iterations that
+// began meanwhile arrive late and ran at default clocks, so they are not the policy's reference,
+// and each plays only the clock in force by the time it arrives.
+TEST(AdaptivePlayer, IterationsThatBeganWhileAPlanHeldTheHostAreNotThePolicys) {
+  Job job(Options());
+  job.plan_ms = 1000;
+  FrequencyPolicy policy;  // 1200 MHz for the first 50 ms of each iteration, then 1005
+  policy.gpus.push_back({0, {{0, 1200}, {50, 1005}}});
+  job.answers = {policy};
+  job.Run(7, 100);  // the plan at iteration 6's start (600 ms) holds the host until 1600 ms
+  ASSERT_EQ(job.windows.size(), 1u);
+  job.Run(9, 100);  // iterations 7-15, delivered late, ran at default clocks
+  job.Run(5, 105);  // 16-20 under the policy: 5 % slower, from iteration 16 on
+  const AdaptivePlayer::Plan& p = job.player.plans()[0];
+  ASSERT_EQ(p.measured.size(), 1u);
+  EXPECT_NEAR(p.measured[0], 0.05, 1e-9);  // 16-18 against the window's 100 ms, not 7-9's
+  EXPECT_DOUBLE_EQ(p.reference_ms, 105);
+  // Late starts (6-15) lock the clock in force when they arrive, 1005 MHz, and nothing else; 16 plays
+  // the policy from its start. (Each lock is sent as the next iteration moves the test's time on.)
+  std::vector<double> late, at16;
+  for (const FakeGpus::Command& c : job.gpus.Sent(FakeGpus::Command::kLock, 0)) {
+    if (c.step <= 16) late.push_back(c.value);
+    if (c.step == 17) at16.push_back(c.value);
+  }
+  EXPECT_EQ(late, std::vector<double>(10, 1005));
+  EXPECT_EQ(at16, (std::vector<double>{1200, 1005}));
 }
 
 }  // namespace

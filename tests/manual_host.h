@@ -31,8 +31,10 @@ class ManualHost : public ControllerHost {
     }
     now_ = t_ns;
   }
+  // An iteration that began at t_ns; one that began while the controller held the host (a plan on
+  // hardware, which the controller's code moved the clock past) is delivered late, with its time.
   void Iteration(double t_ns) {
-    AdvanceTo(t_ns);
+    AdvanceTo(std::max(now_, t_ns));
     c_->OnIterationStart(iteration_++, t_ns);
   }
 

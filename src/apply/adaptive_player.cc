@@ -108,16 +108,28 @@ bool AdaptivePlayer::ResetClocks() {
 }
 
 void AdaptivePlayer::Play(double now_ns) {
-  for (const auto& g : policy_.gpus)
+  // On hardware a plan holds the host's thread for seconds, so an iteration start may arrive late:
+  // the change in force by now is made at once, the later ones when due.
+  const double late_ns = host()->NowNs();
+  for (const auto& g : policy_.gpus) {
+    const ClockChange* in_force = nullptr;
     for (const ClockChange& c : g.changes) {
-      const int gpu = g.gpu, mhz = c.mhz;
-      host()->At(now_ns + c.t_ms * 1e6, [this, gpu, mhz, gen = generation_](double) {
-        if (gen != generation_) return;  // a policy the loop has left
-        std::string err;
-        changed_ = true;
-        if (!gpus_->SetLockedClock(gpu, mhz, &err)) Fail(err);
-      });
+      if (now_ns + c.t_ms * 1e6 >= late_ns)
+        Lock(g.gpu, c.mhz, now_ns + c.t_ms * 1e6);
+      else if (!in_force || c.t_ms >= in_force->t_ms)
+        in_force = &c;
     }
+    if (in_force) Lock(g.gpu, in_force->mhz, late_ns);
+  }
+}
+
+void AdaptivePlayer::Lock(int gpu, int mhz, double t_ns) {
+  host()->At(t_ns, [this, gpu, mhz, gen = generation_](double) {
+    if (gen != generation_) return;  // a policy the loop has left
+    std::string err;
+    changed_ = true;
+    if (!gpus_->SetLockedClock(gpu, mhz, &err)) Fail(err);
+  });
 }
 
 void AdaptivePlayer::StartPolicy(FrequencyPolicy policy, int iteration, double now_ns) {
@@ -126,6 +138,7 @@ void AdaptivePlayer::StartPolicy(FrequencyPolicy policy, int iteration, double n
   guard_.reset();  // until the checks keep a policy
   reference_.clear();
   reference_from_ = iteration + 1;
+  policy_started_ns_ = host()->NowNs();
   state_ = State::kPlaying;
   Play(now_ns);
 }
@@ -186,6 +199,7 @@ void AdaptivePlayer::Check(int iteration, double now_ns) {
 
 void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
   const double ms = prev_start_ns_ >= 0 ? (now_ns - prev_start_ns_) / 1e6 : 0;  // iteration - 1's time
+  const double ms_from_ns = prev_start_ns_;
   prev_start_ns_ = now_ns;
   if (!error().empty()) return;  // the back end refused a command: hands off
   switch (state_) {
@@ -281,7 +295,8 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
       }
       // The first iteration under a policy began under the one before: its time is left out.
       if (p.reference_ms == 0) {
-        if (iteration - 1 >= reference_from_) reference_.push_back(ms);
+        // (Nor do those that began while a plan held the host: they ran at the clocks before.)
+        if (iteration - 1 >= reference_from_ && ms_from_ns >= policy_started_ns_) reference_.push_back(ms);
         if (static_cast<int>(reference_.size()) == o_.reference) {
           Check(iteration, now_ns);
           return;
@@ -319,5 +334,24 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
 }
 
 void AdaptivePlayer::Finish() { ResetClocks(); }
+
+nlohmann::ordered_json AdaptivePlayer::Json() const {
+  nlohmann::ordered_json plans = nlohmann::ordered_json::array();
+  for (const Plan& p : plans_) {
+    auto iteration = [](int i) { return i >= 0 ? nlohmann::ordered_json(i) : nlohmann::ordered_json(nullptr); };
+    plans.push_back({{"window_first_iteration", p.window.first},
+                     {"window_iterations", p.window.iterations},
+                     {"planned_at_iteration", p.planned_at},
+                     {"ok", p.ok},
+                     {"error", p.ok ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.error)},
+                     {"budgets_searched", p.searched},
+                     {"slowdowns_measured", p.measured},
+                     {"reference_ms", p.reference_ms},
+                     {"guard_tripped_at_iteration", iteration(p.guard_tripped_at)},
+                     {"drift_at_iteration", iteration(p.drift_at)},
+                     {"resumed_at_iterations", p.resumed_at}});
+  }
+  return {{"plans", plans}};
+}
 
 }  // namespace emo

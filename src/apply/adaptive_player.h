@@ -33,6 +33,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -106,12 +107,15 @@ class AdaptivePlayer : public Controller {
     std::vector<int> resumed_at;   // iterations at whose start the loop went back to it
   };
   const std::vector<Plan>& plans() const { return plans_; }
+  // The plans, for --measure's JSON ("adapt").
+  nlohmann::ordered_json Json() const;
 
  private:
   enum class State { kSettling, kWindow, kPlanning, kPlaying, kHolding };
   void StartWindow(int iteration, double now_ns);
   void Back(int iteration, double now_ns);  // default clocks, a new window after settling
   void Play(double now_ns);
+  void Lock(int gpu, int mhz, double t_ns);  // at t_ns, unless the loop has left the policy by then
   void StartPolicy(FrequencyPolicy policy, int iteration, double now_ns);
   void Check(int iteration, double now_ns);  // a reference is known: keep the policy or search again
   bool ResetClocks();
@@ -132,6 +136,7 @@ class AdaptivePlayer : public Controller {
   std::optional<PerformanceGuard> guard_;
   std::vector<double> reference_;        // the policy's first iteration times
   int reference_from_ = 0;               // the first iteration whose time counts toward it
+  double policy_started_ns_ = 0;         // when the policy began to play (after its plan)
   std::optional<FrequencyPolicy> best_;  // the slowest checked policy within the budget
   BudgetBracket bracket_;
   double best_ms_ = 0;

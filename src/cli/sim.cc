@@ -24,26 +24,6 @@
 namespace emo {
 namespace {
 
-// The online loop's plans, for --measure's "adapt".
-nlohmann::ordered_json AdaptJson(const AdaptivePlayer& player) {
-  nlohmann::ordered_json plans = nlohmann::ordered_json::array();
-  for (const AdaptivePlayer::Plan& p : player.plans()) {
-    auto iteration = [](int i) { return i >= 0 ? nlohmann::ordered_json(i) : nlohmann::ordered_json(nullptr); };
-    plans.push_back({{"window_first_iteration", p.window.first},
-                     {"window_iterations", p.window.iterations},
-                     {"planned_at_iteration", p.planned_at},
-                     {"ok", p.ok},
-                     {"error", p.ok ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.error)},
-                     {"budgets_searched", p.searched},
-                     {"slowdowns_measured", p.measured},
-                     {"reference_ms", p.reference_ms},
-                     {"guard_tripped_at_iteration", iteration(p.guard_tripped_at)},
-                     {"drift_at_iteration", iteration(p.drift_at)},
-                     {"resumed_at_iterations", p.resumed_at}});
-  }
-  return {{"plans", plans}};
-}
-
 // One run (one seed) of the workload and what it measured.
 struct SeedRun {
   uint64_t seed = 0;
@@ -104,7 +84,7 @@ bool RunSeed(const sim::Program& program, const SimOptions& opt, const Frequency
     *err = "--adapt: " + adapt->player().error();
     return false;
   }
-  if (adapt) out->findings = AdaptJson(adapt->player());
+  if (adapt) out->findings = adapt->player().Json();
   if (method && !method->error().empty()) {
     *err = opt.controller + ": " + method->error();
     return false;

@@ -279,5 +279,46 @@ TEST(PackModel, PredictPacksWritesFlatTables) {
   EXPECT_NE(err.find("pack 1: "), std::string::npos) << err;
 }
 
+// A window traced later: the pack seen before takes its profiled metrics, a new one the known
+// packs' metrics added up (their mix as a whole), with its own kernel count.
+TEST(PackModel, AWindowsPacksTakeKnownMetricsByHashAndTheJobsMixOtherwise) {
+  const DeviceProfile prof = test::SyntheticProfile();
+  std::vector<KnownPack> known(2);
+  known[0].hash = 0xa;
+  known[0].metrics = Mix(prof, {{kBenchFp32Fma, 1}});
+  known[0].metrics.kernels = 3;
+  known[1].hash = 0xc;
+  known[1].metrics = Mix(prof, {{kBenchDramRead, 2}});
+  known[1].metrics.kernels = 5;
+  Packing packing;  // packs A, B, A: B is new
+  packing.rank = {0, 0, 0};
+  packing.hash = {0xa, 0xb, 0xa};
+  packing.unique = {0, 1, 0};
+  packing.busy_ns = {1e6, 2e6, 1e6};
+  packing.member_begin = {0, 3, 10, 13};
+  packing.members.resize(13);
+  PackProfile pp;
+  EXPECT_DOUBLE_EQ(PackProfileFromKnown(packing, known, &pp), 0.5);  // B's 2 of 4 ms
+  ASSERT_EQ(pp.packs, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(pp.metrics[0].v, known[0].metrics.v);
+  EXPECT_EQ(pp.metrics[0].kernels, 3);
+  for (int m = 0; m < kMetrics; ++m) {
+    if (m == kWarpsPerActiveCycle) continue;  // averaged over active cycles (PackMetrics::Add)
+    EXPECT_DOUBLE_EQ(pp.metrics[1].v[m], known[0].metrics.v[m] + known[1].metrics.v[m]) << MetricName(Metric(m));
+  }
+  EXPECT_EQ(pp.metrics[1].kernels, 7);
+  // The model fits B with both: one run of FMA and two of DRAM read.
+  PackModel model(prof);
+  PackFit fit;
+  model.Fit(pp.metrics[1], &fit);
+  for (int b = 0; b < kMicrobenches; ++b)
+    EXPECT_NEAR(fit.x[b],
+                b == kBenchFp32Fma    ? 1
+                : b == kBenchDramRead ? 2
+                                      : 0,
+                1e-6)
+        << MicrobenchName(static_cast<Microbench>(b));
+}
+
 }  // namespace
 }  // namespace emo

@@ -1,7 +1,10 @@
 // model_pipeline.cc — graph, packs, pack metrics and the fitted prediction pass (model_pipeline.h).
 #include "cli/model_pipeline.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -122,12 +125,51 @@ nlohmann::ordered_json PackMetricsJson(const PackProfile& pp, const Packing& pac
     nlohmann::ordered_json m;
     for (int k = 0; k < kMetrics; ++k) m[MetricName(static_cast<Metric>(k))] = pp.metrics[i].v[k];
     j["packs"].push_back({{"pack", p},
+                          {"hash", fmt::format("{:016x}", packing.hash[p])},
                           {"rank", packing.rank[p]},
                           {"kernels", pp.metrics[i].kernels},
                           {"first_kernel", names.Get(g.name[packing.members[packing.member_begin[p]]])},
                           {"metrics", m}});
   }
   return j;
+}
+
+namespace {
+
+// One pack's entry of `emo profile`'s file; throws what is missing.
+PackMetrics MetricsOf(const nlohmann::json& pack) {
+  PackMetrics m;
+  m.kernels = pack.at("kernels").get<int64_t>();
+  for (int k = 0; k < kMetrics; ++k) m.v[k] = pack.at("metrics").at(MetricName(static_cast<Metric>(k))).get<double>();
+  return m;
+}
+
+}  // namespace
+
+bool ReadKnownPacks(const std::string& path, std::vector<KnownPack>* out, std::string* err) {
+  out->clear();
+  std::string text;
+  if (!ReadFileMaybeGz(path, &text, err)) return false;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  try {
+    if (j.is_discarded()) throw std::runtime_error("not JSON");
+    for (const nlohmann::json& pack : j.at("packs")) {
+      if (!pack.contains("hash"))
+        throw std::runtime_error("a pack without its hash (written by an emo before 2026-12-04: profile again)");
+      const std::string hex = pack.at("hash").get<std::string>();
+      KnownPack k;
+      const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), k.hash, 16);
+      if (ec != std::errc() || end != hex.data() + hex.size() || hex.empty())
+        throw std::runtime_error("hash \"" + hex + "\" is not hexadecimal");
+      k.metrics = MetricsOf(pack);
+      out->push_back(k);
+    }
+    if (out->empty()) throw std::runtime_error("no packs");
+  } catch (const std::exception& e) {
+    *err = path + ": " + e.what();
+    return false;
+  }
+  return true;
 }
 
 bool ReadPackMetrics(const std::string& path, const Packing& packing, PackProfile* out, std::string* err) {
@@ -149,12 +191,8 @@ bool ReadPackMetrics(const std::string& path, const Packing& packing, PackProfil
       if (p != unique[i])
         throw std::runtime_error("pack " + std::to_string(i) + " is " + std::to_string(p) + ", not " +
                                  std::to_string(unique[i]));
-      PackMetrics m;
-      m.kernels = packs[i].at("kernels").get<int64_t>();
-      for (int k = 0; k < kMetrics; ++k)
-        m.v[k] = packs[i].at("metrics").at(MetricName(static_cast<Metric>(k))).get<double>();
       out->packs.push_back(p);
-      out->metrics.push_back(m);
+      out->metrics.push_back(MetricsOf(packs[i]));
     }
     out->kernels_in_run = j.value("kernels_in_run", int64_t{0});
     out->cost.kernels_profiled = j.value("kernels_profiled", int64_t{0});

@@ -84,5 +84,7 @@ nlohmann::ordered_json PackMetricsJson(const PackProfile& pp, const Packing& pac
 // Reads it for this packing: the profiled packs must be its unique packs (the same trace, packed
 // with the same Δmax). False with *err naming the first difference.
 bool ReadPackMetrics(const std::string& path, const Packing& packing, PackProfile* out, std::string* err);
+// Reads its packs by hash, for traces of other windows of the same program (PackProfileFromKnown).
+bool ReadKnownPacks(const std::string& path, std::vector<KnownPack>* out, std::string* err);
 
 }  // namespace emo

@@ -82,6 +82,32 @@ bool ProfilePacks(const Trace& trace, const Graph& g, const Packing& packing, Me
   return true;
 }
 
+double PackProfileFromKnown(const Packing& packing, const std::vector<KnownPack>& known, PackProfile* out) {
+  *out = PackProfile();
+  std::unordered_map<uint64_t, const PackMetrics*> by_hash;
+  PackMetrics all;
+  for (const KnownPack& k : known) {
+    by_hash.emplace(k.hash, &k.metrics);
+    all.Add(k.metrics);
+  }
+  double busy = 0, unknown = 0;
+  for (size_t p = 0; p < packing.packs(); ++p) {
+    busy += packing.busy_ns[p];
+    const auto it = by_hash.find(packing.hash[p]);
+    if (it == by_hash.end()) unknown += packing.busy_ns[p];
+    if (packing.unique[p] != p) continue;
+    out->packs.push_back(static_cast<uint32_t>(p));
+    if (it != by_hash.end()) {
+      out->metrics.push_back(*it->second);
+    } else {
+      out->metrics.push_back(all);
+      out->metrics.back().kernels = packing.member_begin[p + 1] - packing.member_begin[p];
+    }
+  }
+  out->kernels_in_run = static_cast<int64_t>(packing.members.size());
+  return busy > 0 ? unknown / busy : 0;
+}
+
 std::vector<double> PackClocks(const Packing& packing,
                                const std::vector<std::vector<std::pair<double, double>>>& samples,
                                double fallback_mhz) {

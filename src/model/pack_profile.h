@@ -28,6 +28,20 @@ struct PackProfile {
   int64_t kernels_in_run = 0;  // compute kernels of the traced run: what per-kernel profiling would profile
 };
 
+// A pack profiled in another trace of the same program, as `emo profile`'s file records it: the hash
+// of its kernel-name sequence (Packing::hash) and its metrics.
+struct KnownPack {
+  uint64_t hash = 0;
+  PackMetrics metrics;
+};
+
+// Metrics for every unique pack of `packing` from packs profiled in another trace of the same
+// program, as EMO's online loop needs them for a window traced when the job changed phase (it
+// cannot profile while the job runs): a pack takes the metrics of the known pack with its hash; a
+// pack that none has takes the known packs' metrics added up (the job's mix as a whole) with its
+// own kernel count. Returns the share of the packing's busy time in packs of that second kind.
+double PackProfileFromKnown(const Packing& packing, const std::vector<KnownPack>& known, PackProfile* out);
+
 // Each rank's compute kernels (indices into its ops, NCCL's left out) in launch (correlation)
 // order: a kernel's position here is its launch ordinal.
 std::vector<std::vector<uint32_t>> ComputeKernelsInLaunchOrder(const Trace& trace);

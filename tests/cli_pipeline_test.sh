@@ -161,6 +161,66 @@ sys.exit(0 if locks >= 1 and sorted(last.items()) == [('0', 'reset'), ('1', 'res
     -o "$tmp/job2-policy.json" -- python3 "$tmp/job.py" "$tmp/ot" 3 >/dev/null 2>"$tmp/err"; rc=$?
   check "a job that fails at default clocks stops it, naming the step" bash -c \
     "test $rc -eq 1 && grep -q 'the default run ended with status 3' '$tmp/err'"
+
+  # emo run --adapt: EMO's online loop on the fake NVML. The stand-in job is two processes (ranks 0
+  # and 1) traced on demand: each registers in $EMO_TRACE_CONTROL and answers every request with its
+  # rank of the saved simulated trace; rank 0 announces 24 steps of the trace's iteration time.
+  cat >"$tmp/adapt_job.py" <<'PY'
+import os, shutil, socket, sys, threading, time
+src, control = sys.argv[1], os.environ["EMO_TRACE_CONTROL"]
+def serve(rank, alive):
+    name = "emo-trace-rank%d.json" % rank
+    proc = os.path.join(control, "proc-%d" % os.getpid())
+    with open(proc, "w") as f:
+        f.write(name + " 0\n")
+    seen = 0
+    while alive():
+        try:
+            words = open(os.path.join(control, "request")).read().split()
+        except FileNotFoundError:
+            words = []
+        if len(words) == 5 and int(words[2]) > seen:
+            seen = int(words[2])
+            window = os.path.join(control, "window-%d" % seen)
+            os.makedirs(window, exist_ok=True)
+            shutil.copy(os.path.join(src, "rank-%d.json" % rank), os.path.join(window, name + ".tmp"))
+            os.rename(os.path.join(window, name + ".tmp"), os.path.join(window, name))
+        time.sleep(0.02)
+    os.remove(proc)
+parent = os.getpid()
+if os.fork() == 0:
+    serve(1, lambda: os.getppid() == parent)
+    os._exit(0)
+done = False
+threading.Thread(target=serve, args=(0, lambda: not done), daemon=True).start()
+steps = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+for _ in range(24):
+    steps.sendto(b"step", os.environ["EMO_STEP_SOCKET"])
+    time.sleep(float(sys.argv[2]) / 1e3)
+done = True
+time.sleep(0.1)
+PY
+  iteration_ms=$(python3 -c "import json; print(json.load(open('$tmp/ot-sim.json'))['predicted']['default_iteration_ms'])")
+  rm -f "$tmp/nvml.log"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" FAKE_NVML_ENERGY_FROM_POWER=1 \
+    "$emo" run --adapt 5 --packs "$tmp/ot-packs.json" --profile "$workloads/../profiles/sim-a100.json" \
+    --measure "$tmp/adapt.json" -- python3 "$tmp/adapt_job.py" "$tmp/ot" "$iteration_ms" >/dev/null 2>"$tmp/adapt.err"
+  rc=$?
+  check "run --adapt exits 0" test $rc -eq 0
+  check "and plans from a window traced on demand" bash -c "grep -q 'adapt: emo: iteration .*: planned from iterations' \
+    '$tmp/adapt.err' && python3 -c \"
+import json, sys
+p = json.load(open('$tmp/adapt.json'))['adapt']['plans']
+sys.exit(0 if p and p[0]['ok'] and p[0]['window_iterations'] >= 4 else 1)\""
+  check "its policy locked clocks and every GPU ends reset" python3 -c "
+import sys
+last, locks = {}, 0
+for line in open('$tmp/nvml.log'):
+    what, gpu = line.split()[:2]
+    last[gpu], locks = what, locks + (what == 'lock')
+sys.exit(0 if locks >= 1 and sorted(last.items()) == [('0', 'reset'), ('1', 'reset')] else 1)"
+  "$emo" run --adapt 5 -- true >/dev/null 2>"$tmp/err"; rc=$?
+  check "run --adapt without --packs says what it needs" bash -c "test $rc -eq 1 && grep -q 'needs --packs' '$tmp/err'"
 fi
 
 exit $fail

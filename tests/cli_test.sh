@@ -363,7 +363,7 @@ os.remove(proc)
 PY
   python3 "$tmp/fake_traced.py" "$tmp/od" "$tmp/tr/rank-0.json" &
   fake=$!
-  sleep 0.3
+  for _ in $(seq 100); do [ -f "$tmp/od/proc-$fake" ] && break; sleep 0.1; done  # registered
   "$emo" trace --request "$tmp/od" --iterations 2 --timeout 10 >"$tmp/out" 2>"$tmp/err"; rc=$?
   wait $fake
   check "a request answered exits 0" test $rc -eq 0

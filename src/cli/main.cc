@@ -109,6 +109,15 @@ int main(int argc, char** argv) {
                 "guard, ...)");
   r->add_option("--backend", run.backend, std::string("GPU back end: ") + emo::kGpuBackendUsage)
       ->check(CLI::IsMember({"nvml", "zeusd"}));
+  CLI::Option* run_adapt =
+      r->add_option("--adapt", run.adapt_pct,
+                    "EMO online: trace the job on demand (its iterations are NVTX ranges emo.step or ProfilerStep#N, "
+                    "and it reports each start at $EMO_STEP_SOCKET), plan from a window at default clocks (pack "
+                    "model, search), play the plan, plan again when the iteration time drifts; budget in %")
+          ->check(CLI::NonNegativeNumber);
+  r->add_option("--packs", run.packs, "with --adapt: emo profile's pack metrics of the same program")->needs(run_adapt);
+  r->add_option("--profile", run.profile, "with --adapt: the device profile (default: found for the job's GPU)")
+      ->needs(run_adapt);
   r->add_option("command", run.command, "the command, after --")->required();
 
   emo::TraceOptions trace;

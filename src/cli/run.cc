@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "apply/adaptive_player.h"
 #include "apply/clock_sampler.h"
 #include "apply/gpu_selection.h"
 #include "apply/measurement.h"
@@ -27,7 +29,10 @@
 #include "apply/watchdog.h"
 #include "cli/child.h"
 #include "cli/gpu_backend.h"
+#include "cli/model_pipeline.h"
+#include "cli/run_adapt.h"
 #include "online/registry.h"
+#include "trace/trace_control.h"
 
 namespace emo {
 namespace {
@@ -81,6 +86,25 @@ int RunCommand(const RunOptions& opt) {
   if (!opt.policy.empty() && !LoadPolicy(opt.policy, &policy, &err)) {
     fmt::print(stderr, "emo run: {}\n", err);
     return 1;
+  }
+  // --adapt: the job traced on demand into a directory of its own, and the packs it profiled.
+  std::vector<KnownPack> known;
+  std::string control_dir;
+  if (opt.adapt_pct >= 0) {
+    if (!opt.policy.empty() || !opt.controller.empty()) {
+      fmt::print(stderr, "emo run: --adapt plays its own policies: no --policy or --controller\n");
+      return 1;
+    }
+    std::string library;
+    if (opt.packs.empty()) err = "--adapt needs --packs (emo profile's file of the same program)";
+    if (!err.empty() || !ReadKnownPacks(opt.packs, &known, &err) || !FindInjectLibrary(&library, &err)) {
+      fmt::print(stderr, "emo run: {}\n", err);
+      return 1;
+    }
+    std::error_code ec;
+    control_dir = (std::filesystem::temp_directory_path(ec) / fmt::format("emo-adapt-{}", getpid())).string();
+    setenv("CUDA_INJECTION64_PATH", std::filesystem::absolute(library).c_str(), 1);
+    setenv(kTraceControlEnv, control_dir.c_str(), 1);
   }
   std::optional<PerformanceGuard> perf_guard;
   if (!GuardFor(opt, policy, &perf_guard, &err)) {
@@ -144,9 +168,36 @@ int RunCommand(const RunOptions& opt) {
   host.Add(&meter);
   host.Add(&clocks);
   if (method) host.Add(method.get());
+  std::unique_ptr<RunPlanner> planner;
+  std::unique_ptr<AdaptivePlayer> adaptive;
+  if (opt.adapt_pct >= 0) {
+    RunPlannerOptions po;
+    po.control_dir = control_dir;
+    po.profile = opt.profile;
+    AdaptiveOptions ao;
+    ao.budget = opt.adapt_pct / 100;
+    SearchOptions so;
+    so.budget = ao.budget;
+    planner = std::make_unique<RunPlanner>(po, std::move(known), so, &clocks);
+    adaptive = std::make_unique<AdaptivePlayer>(
+        ao, gpus,
+        // A plan takes seconds here (trace, model, search) and holds the host's thread: the clocks of
+        // a policy under check must not stay meanwhile.
+        [&planner, gpus](const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* e) {
+          for (int g = 0; g < gpus->Count(); ++g)
+            if (!gpus->ResetClock(g, e)) return false;
+          return planner->Plan(w, budget, out, e);
+        },
+        [](const std::string& line) { fmt::print(stderr, "emo run: adapt: {}\n", line); });
+    host.Add(adaptive.get());
+  }
   StepSocket steps;
   if (!steps.Open([&host] { host.IterationStart(); }, &err)) {
     fmt::print(stderr, "emo run: {}\n", err);
+    return 1;
+  }
+  if (std::error_code ec; !control_dir.empty() && (std::filesystem::create_directories(control_dir, ec), ec)) {
+    fmt::print(stderr, "emo run: {}: cannot create the directory: {}\n", control_dir, ec.message());
     return 1;
   }
   setenv(kStepSocketEnv, steps.path().c_str(), 1);
@@ -171,11 +222,18 @@ int RunCommand(const RunOptions& opt) {
     return 1;
   }
   if (!player.error().empty()) fmt::print(stderr, "emo run: {}: {}\n", opt.policy, player.error());
+  if (adaptive && !adaptive->error().empty()) fmt::print(stderr, "emo run: --adapt: {}\n", adaptive->error());
   if (method && !method->error().empty()) fmt::print(stderr, "emo run: {}: {}\n", opt.controller, method->error());
   if (!restored) fmt::print(stderr, "emo run: restoring the GPUs: {} (run `emo gpus --reset` as root)\n", restore_err);
-  if ((iteration_driven || !policy.gpus.empty()) && steps.steps() == 0)
+  if (!control_dir.empty()) {  // the windows' traces: tens of MB each, of no use once planned from
+    std::error_code ec;
+    std::filesystem::remove_all(control_dir, ec);
+  }
+  if ((iteration_driven || !policy.gpus.empty() || adaptive) && steps.steps() == 0)
     fmt::print(stderr, "emo run: no iteration start arrived at ${}, so the {} never acted\n", kStepSocketEnv,
-               iteration_driven ? "method" : "policy");
+               iteration_driven ? "method"
+               : adaptive       ? "online loop"
+                                : "policy");
 
   if (player.guard() && player.guard()->state() == PerformanceGuard::State::kMeasuring &&
       player.guard()->iterations() > 0)
@@ -204,6 +262,7 @@ int RunCommand(const RunOptions& opt) {
     if (measured) AddMeasurementJson(m, &j);
     j["busy_clock_mhz"] = clocks.MeanMhz();
     if (method) j[method_spec.entry->json_key] = findings;
+    if (adaptive) j["adapt"] = adaptive->Json();
     std::ofstream f(opt.measure_out);
     f << j.dump(2) << "\n";
     if (!f) {

@@ -19,6 +19,10 @@ struct RunOptions {
   double guard_budget_pct = -1;          // allowed slowdown, %; < 0: the policy's recorded budget
   std::string guard_reference = "auto";  // "policy", "measured", or "auto": policy when it records one
   bool guard = true;                     // false: --no-guard
+  // --adapt PCT: EMO's online loop (cli/run_adapt.h) at a PCT % budget, from the packs of an earlier
+  // `emo profile` of the same program (--packs) and a device profile (--profile, else found).
+  double adapt_pct = -1;
+  std::string packs, profile;
 };
 
 // Returns the command's exit status (or 1 when EMO itself failed; 128+N when a signal N ended it).

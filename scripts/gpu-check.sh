@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gpu-check.sh — EMO's real-GPU paths on a machine with an NVIDIA GPU: the NVML back end (emo gpus),
-# calibration (emo calibrate --device cuda:0), GPOEO's training (emo gpoeo train --device cuda:0), CUPTI tracing of an unmodified CUDA program and of a
-# small PyTorch job (emo trace), the replay of those traces (emo analyze), their packs' counters
-# (emo profile), clock locking through a policy and the clocks' reset afterwards,
+# calibration (emo calibrate --device cuda:0), GPOEO's training (emo gpoeo train --device cuda:0),
+# CUPTI tracing of an unmodified CUDA program and of a small PyTorch job (emo trace, also on
+# demand), the replay of those traces (emo analyze), their packs' counters (emo profile), EMO's
+# online loop (emo run --adapt), clock locking through a policy and the clocks' reset afterwards,
 # and GEEPAFS on real telemetry (emo run). Every step prints PASS, FAIL or SKIP and why.
 # Usage: scripts/gpu-check.sh [BIN_DIR] [OUT_DIR]   (BIN_DIR holds emo and libemo_inject.so;
 # it is built there with CMake when missing). Results for docs/hardware.md are in OUT_DIR.
@@ -99,6 +100,22 @@ PY
     else
       fail "windowed trace (5 of 20 steps)"
     fi
+    # On demand: the job runs untraced until asked, then 5 of its steps are traced while it runs.
+    "$emo" trace -o "$out/trace-od" --on-demand -- "$out/two_streams" 2000 >"$out/od.out" 2>"$out/od.err" &
+    od=$!
+    for _ in $(seq 300); do ls "$out/trace-od"/proc-* >/dev/null 2>&1 && break; sleep 0.1; done
+    if timeout 60 "$emo" trace --request "$out/trace-od" --iterations 5 --timeout 30 >"$out/od-request.out" 2>&1 &&
+       "$emo" analyze "$out/trace-od/window-1" --json >"$out/analyze-od.json"; then
+      python3 - "$out/analyze-od.json" <<'PY' && pass "on-demand window (5 steps of a running job)" || fail "on-demand window (5 steps of a running job)"
+import json, sys
+a = json.load(open(sys.argv[1]))
+print("iterations", a["iterations"], "replay error", a["replay_error"])
+sys.exit(0 if a["iterations"] == 5 and abs(a["replay_error"]) < 0.03 else 1)
+PY
+    else
+      cat "$out/od-request.out" "$out/od.err"; fail "on-demand window (5 steps of a running job)"
+    fi
+    wait "$od"
     # EMO's main job on hardware as one command: default run, trace, pack profile, model, search,
     # and one run under the policy, with the profile calibrated above.
     if [ -f "$out/profile.json" ] && timeout 300 "$emo" optimize --profile "$out/profile.json" --budget 0.05 \
@@ -107,6 +124,15 @@ PY
       pass "emo optimize -- two_streams"
     else
       fail "emo optimize -- two_streams"
+    fi
+    # EMO's online loop: windows traced on demand, packs' metrics from the profile above by hash.
+    if [ -f "$out/profile.json" ] && timeout 120 "$emo" run --adapt 5 --packs "$out/profile-cuda.json" \
+        --profile "$out/profile.json" --measure "$out/adapt.json" -- "$out/two_streams" 2000 2>"$out/adapt.err"; then
+      grep "adapt:" "$out/adapt.err"
+      python3 -c "import json, sys; p = json.load(open('$out/adapt.json'))['adapt']['plans']; print(p); sys.exit(0 if p and p[0]['ok'] else 1)" &&
+        pass "emo run --adapt -- two_streams" || fail "emo run --adapt -- two_streams"
+    else
+      cat "$out/adapt.err"; fail "emo run --adapt -- two_streams"
     fi
   else
     fail "emo trace of two_streams"

@@ -106,6 +106,16 @@ fi
 # runs at its power reading). The stand-in job writes the saved simulated trace when traced
 # (CUDA_INJECTION64_PATH), answers the pack profiler's ranges with counters in proportion to their
 # kernels (the plumbing, not the model, is under test here), and otherwise announces 12 steps.
+# The fake NVML's log shows a clock lock, and both GPUs' last command is a reset.
+locked_then_reset() {
+  python3 -c "
+import sys
+last, locks = {}, 0
+for line in open('$tmp/nvml.log'):
+    what, gpu = line.split()[:2]
+    last[gpu], locks = what, locks + (what == 'lock')
+sys.exit(0 if locks >= 1 and sorted(last.items()) == [('0', 'reset'), ('1', 'reset')] else 1)"
+}
 if [ -d "$workloads" ] && [ -f "$tmp/ot/rank-1.json" ] &&
    ! "$emo" trace -o "$tmp/no" -- true 2>&1 | grep -q "without CUDA"; then
   cat >"$tmp/job.py" <<'PY'
@@ -150,13 +160,7 @@ j = json.load(open('$tmp/job.json'))
 p, m = j['predicted'], j['measured']
 print(f\"default {j['default_run']['time_s'] * 1e3:.1f} ms, measured {m['slowdown']:+.2%} time, {m['energy_saving']:.2%} saved\")
 sys.exit(0 if j['default_run']['per_iteration'] and p['slowdown'] <= 0.05 and 'energy_saving' in m else 1)"
-  check "the policy's run locked clocks and every GPU ends reset" python3 -c "
-import sys
-last, locks = {}, 0
-for line in open('$tmp/nvml.log'):
-    what, gpu = line.split()[:2]
-    last[gpu], locks = what, locks + (what == 'lock')
-sys.exit(0 if locks >= 1 and sorted(last.items()) == [('0', 'reset'), ('1', 'reset')] else 1)"
+  check "the policy's run locked clocks and every GPU ends reset" locked_then_reset
   EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_ENERGY_FROM_POWER=1 "$emo" optimize --budget 0.05 \
     -o "$tmp/job2-policy.json" -- python3 "$tmp/job.py" "$tmp/ot" 3 >/dev/null 2>"$tmp/err"; rc=$?
   check "a job that fails at default clocks stops it, naming the step" bash -c \
@@ -212,13 +216,7 @@ PY
 import json, sys
 p = json.load(open('$tmp/adapt.json'))['adapt']['plans']
 sys.exit(0 if p and p[0]['ok'] and p[0]['window_iterations'] >= 4 else 1)\""
-  check "its policy locked clocks and every GPU ends reset" python3 -c "
-import sys
-last, locks = {}, 0
-for line in open('$tmp/nvml.log'):
-    what, gpu = line.split()[:2]
-    last[gpu], locks = what, locks + (what == 'lock')
-sys.exit(0 if locks >= 1 and sorted(last.items()) == [('0', 'reset'), ('1', 'reset')] else 1)"
+  check "its policy locked clocks and every GPU ends reset" locked_then_reset
   "$emo" run --adapt 5 -- true >/dev/null 2>"$tmp/err"; rc=$?
   check "run --adapt without --packs says what it needs" bash -c "test $rc -eq 1 && grep -q 'needs --packs' '$tmp/err'"
 fi

@@ -113,6 +113,18 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
   return predictor->Init(std::move(in), err);
 }
 
+bool SearchPolicy(Predictor& predictor, const Graph& g, const DeviceProfile& profile, SearchOptions so, double budget,
+                  FrequencyPolicy* out, std::string* err) {
+  so.budget = budget;
+  so.group = ReplicaGroups(g, predictor.gpus());
+  SearchResult sr;
+  if (!Search(predictor, so, &sr, err)) return false;
+  *out = PolicyFromSchedule(sr.schedule, profile.clocks_mhz, so.dvfs_latency_ms);
+  out->budget = budget;
+  out->default_iteration_ms = predictor.base().end_ns / 1e6 / std::max(1, predictor.iterations());
+  return true;
+}
+
 nlohmann::ordered_json PackMetricsJson(const PackProfile& pp, const Packing& packing, const Graph& g,
                                        const StringTable& names) {
   nlohmann::ordered_json j = {{"kernels_in_run", pp.kernels_in_run},

@@ -14,6 +14,7 @@
 #include "model/pack_profile.h"
 #include "model/predict.h"
 #include "pack/packer.h"
+#include "search/dp_search.h"
 #include "trace/trace.h"
 
 namespace emo {
@@ -49,6 +50,11 @@ std::vector<double> DefaultIdlePower(const Packing& packing,
 bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, const PackProfile& pp,
                     const DeviceProfile& profile, const DefaultRun& run, Predictor* predictor, PackTables* tables,
                     std::string* err);
+
+// The policy the search finds on a model at `budget` (so's other options; replica groups from g),
+// with its budget and predicted default iteration time: a plan of EMO's online loop.
+bool SearchPolicy(Predictor& predictor, const Graph& g, const DeviceProfile& profile, SearchOptions so, double budget,
+                  FrequencyPolicy* out, std::string* err);
 
 // A real job's measurements, as `emo optimize --trace` and `emo predict TRACE...` take them: its
 // traces (`emo trace`: files or directories), its packs' metrics (`emo profile`), and per GPU its

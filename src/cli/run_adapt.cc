@@ -74,16 +74,7 @@ bool RunPlanner::Model(const PlanWindow& w, std::string* err) {
 
 bool RunPlanner::Plan(const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* err) {
   if (!Model(w, err)) return false;
-  Predictor& predictor = model_->predictor;
-  SearchOptions so = so_;
-  so.budget = budget;
-  so.group = ReplicaGroups(model_->g, predictor.gpus());
-  SearchResult sr;
-  if (!Search(predictor, so, &sr, err)) return false;
-  *out = PolicyFromSchedule(sr.schedule, model_->profile.clocks_mhz, so.dvfs_latency_ms);
-  out->budget = budget;
-  out->default_iteration_ms = predictor.base().end_ns / 1e6 / std::max(1, predictor.iterations());
-  return true;
+  return SearchPolicy(model_->predictor, model_->g, model_->profile, so_, budget, out, err);
 }
 
 }  // namespace emo

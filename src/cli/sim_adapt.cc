@@ -75,16 +75,7 @@ bool SimAdaptive::Model(const PlanWindow& w, std::string* err) {
 
 bool SimAdaptive::Plan(const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* err) {
   if (!Model(w, err)) return false;
-  Predictor& predictor = model_->predictor;
-  SearchOptions so = so_;
-  so.budget = budget;
-  so.group = ReplicaGroups(model_->g, predictor.gpus());
-  SearchResult sr;
-  if (!Search(predictor, so, &sr, err)) return false;
-  *out = PolicyFromSchedule(sr.schedule, profile_.clocks_mhz, so.dvfs_latency_ms);
-  out->budget = budget;
-  out->default_iteration_ms = predictor.base().end_ns / 1e6 / std::max(1, predictor.iterations());
-  return true;
+  return SearchPolicy(model_->predictor, model_->g, profile_, so_, budget, out, err);
 }
 
 }  // namespace emo

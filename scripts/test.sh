@@ -37,7 +37,8 @@ done
 cp workloads/*.json build-fuzz/corpus-spec/
 printf '{"gpus": [{"gpu": 0, "changes": [{"t_ms": 0, "mhz": 1410}, {"t_ms": 20, "mhz": 1065}]}]}' \
   >build-fuzz/corpus-policy/two-changes.json
-# device_json_fuzz: the first byte picks the reader (0 profile, 1 ranges, 2 profiler result, 3 NCCL records).
+# device_json_fuzz: the first byte picks the reader (0 profile, 1 ranges, 2 profiler result, 3 NCCL records,
+# 4 pack metrics by hash, 5 an on-demand trace request).
 { printf '0'; cat profiles/h200-3clocks.json; } >build-fuzz/corpus-device/profile.json
 printf '1{"ranges": [{"gpu": 0, "first": 3, "last": 9}, {"gpu": 1, "first": 0, "last": 0}]}' \
   >build-fuzz/corpus-device/ranges.json
@@ -46,6 +47,10 @@ printf '2{"gpu": 0, "kernels_seen": 12, "error": "", "ranges": [{"gpu": 0, "firs
   >build-fuzz/corpus-device/result.json
 printf '3# emo-nccl-profiler 1\ncomm 00000000000000ab 0 2 1 world\nlaunch 4 00000000000000ab 0 1 77 10000 12000 7f00 0
 coll 3 00000000000000ab 0 1 77 9000 90000 5 AllReduce 256 ncclFloat32 0 RING LL 2\n' >build-fuzz/corpus-device/nccl.txt
+printf '4{"packs": [{"pack": 0, "hash": "bb7d413aa4b44d68", "kernels": 3, "metrics": {"sm_cycles_active": 5e8,
+  "warps_per_active_cycle": 59.4, "dram_read_bytes": 4e7, "dram_write_bytes": 6.9e9, "l1_bytes": 1e9, "l2_bytes": 1e9,
+  "inst_alu": 1e8, "inst_fma": 1e8, "inst_fp64": 0, "inst_lsu": 1e7, "inst_tensor": 0}}]}' >build-fuzz/corpus-device/packs.json
+printf '5emo-trace-request 1 3 4 60\n' >build-fuzz/corpus-device/request.txt
 cp fuzz/nsys_seed.sql build-fuzz/corpus-nsys/
 # fuzz TARGET SECONDS MAX_LEN CORPUS: runs one target; on a crash shows its log and fails.
 fuzz() {

@@ -320,5 +320,37 @@ TEST(PackModel, AWindowsPacksTakeKnownMetricsByHashAndTheJobsMixOtherwise) {
         << MicrobenchName(static_cast<Microbench>(b));
 }
 
+TEST(PackModel, KnownPacksAreReadByHashWithClearErrors) {
+  std::string metrics;
+  for (int m = 0; m < kMetrics; ++m)
+    metrics += std::string(m ? ", " : "") + "\"" + MetricName(Metric(m)) + "\": " + std::to_string(m + 1);
+  const std::string pack = "\"kernels\": 3, \"metrics\": {" + metrics + "}";
+  std::vector<KnownPack> known;
+  std::string err;
+  ASSERT_TRUE(ParseKnownPacks("p.json",
+                              "{\"packs\": [{\"pack\": 0, \"hash\": \"00000000000000ff\", " + pack +
+                                  "}, {\"pack\": 4, \"hash\": \"BB7D413AA4B44D68\", " + pack + "}]}",
+                              &known, &err))
+      << err;
+  ASSERT_EQ(known.size(), 2u);
+  EXPECT_EQ(known[0].hash, 0xffu);
+  EXPECT_EQ(known[1].hash, 0xbb7d413aa4b44d68u);
+  EXPECT_EQ(known[1].metrics.kernels, 3);
+  EXPECT_EQ(known[1].metrics.v[kMetrics - 1], kMetrics);
+  const std::pair<std::string, std::string> bad[] = {
+      {"{\"packs\": [{\"pack\": 0, " + pack + "}]}", "p.json: a pack without its hash"},
+      {"{\"packs\": [{\"hash\": \"12g4\", " + pack + "}]}", "p.json: hash \"12g4\" is not hexadecimal"},
+      {"{\"packs\": [{\"hash\": \"\", " + pack + "}]}", "p.json: hash \"\" is not hexadecimal"},
+      {"{\"packs\": [{\"hash\": \"ff\", \"kernels\": 3}]}", "p.json: "},
+      {"{\"packs\": []}", "p.json: no packs"},
+      {"{\"packs\": [", "p.json: not JSON"},
+  };
+  for (const auto& [text, want] : bad) {
+    err.clear();
+    EXPECT_FALSE(ParseKnownPacks("p.json", text, &known, &err)) << text;
+    EXPECT_EQ(err.rfind(want, 0), 0u) << err;
+  }
+}
+
 }  // namespace
 }  // namespace emo

@@ -4,7 +4,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -146,75 +145,14 @@ nlohmann::ordered_json PackMetricsJson(const PackProfile& pp, const Packing& pac
   return j;
 }
 
-namespace {
-
-// One pack's entry of `emo profile`'s file; throws what is missing.
-PackMetrics MetricsOf(const nlohmann::json& pack) {
-  PackMetrics m;
-  m.kernels = pack.at("kernels").get<int64_t>();
-  for (int k = 0; k < kMetrics; ++k) m.v[k] = pack.at("metrics").at(MetricName(static_cast<Metric>(k))).get<double>();
-  return m;
-}
-
-}  // namespace
-
 bool ReadKnownPacks(const std::string& path, std::vector<KnownPack>* out, std::string* err) {
-  out->clear();
   std::string text;
-  if (!ReadFileMaybeGz(path, &text, err)) return false;
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  try {
-    if (j.is_discarded()) throw std::runtime_error("not JSON");
-    for (const nlohmann::json& pack : j.at("packs")) {
-      if (!pack.contains("hash"))
-        throw std::runtime_error("a pack without its hash (written by an emo before 2026-12-04: profile again)");
-      const std::string hex = pack.at("hash").get<std::string>();
-      KnownPack k;
-      const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), k.hash, 16);
-      if (ec != std::errc() || end != hex.data() + hex.size() || hex.empty())
-        throw std::runtime_error("hash \"" + hex + "\" is not hexadecimal");
-      k.metrics = MetricsOf(pack);
-      out->push_back(k);
-    }
-    if (out->empty()) throw std::runtime_error("no packs");
-  } catch (const std::exception& e) {
-    *err = path + ": " + e.what();
-    return false;
-  }
-  return true;
+  return ReadFileMaybeGz(path, &text, err) && ParseKnownPacks(path, text, out, err);
 }
 
 bool ReadPackMetrics(const std::string& path, const Packing& packing, PackProfile* out, std::string* err) {
-  *out = PackProfile();
   std::string text;
-  if (!ReadFileMaybeGz(path, &text, err)) return false;
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  std::vector<uint32_t> unique;
-  for (size_t p = 0; p < packing.packs(); ++p)
-    if (packing.unique[p] == p) unique.push_back(static_cast<uint32_t>(p));
-  try {
-    if (j.is_discarded()) throw std::runtime_error("not JSON");
-    const nlohmann::json& packs = j.at("packs");
-    if (packs.size() != unique.size())
-      throw std::runtime_error(std::to_string(packs.size()) + " packs, where this trace packs into " +
-                               std::to_string(unique.size()) + " unique ones");
-    for (size_t i = 0; i < packs.size(); ++i) {
-      const uint32_t p = packs[i].at("pack").get<uint32_t>();
-      if (p != unique[i])
-        throw std::runtime_error("pack " + std::to_string(i) + " is " + std::to_string(p) + ", not " +
-                                 std::to_string(unique[i]));
-      out->packs.push_back(p);
-      out->metrics.push_back(MetricsOf(packs[i]));
-    }
-    out->kernels_in_run = j.value("kernels_in_run", int64_t{0});
-    out->cost.kernels_profiled = j.value("kernels_profiled", int64_t{0});
-    out->cost.ranges = j.value("ranges", int64_t{0});
-    out->cost.passes = j.value("passes", int64_t{0});
-  } catch (const std::exception& e) {
-    *err = path + ": " + e.what() + " (made by emo profile from this trace, with the same --pack-ms?)";
-    return false;
-  }
-  return true;
+  return ReadFileMaybeGz(path, &text, err) && ParsePackMetrics(path, text, packing, out, err);
 }
 
 bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* err) {

@@ -42,6 +42,14 @@ struct KnownPack {
 // own kernel count. Returns the share of the packing's busy time in packs of that second kind.
 double PackProfileFromKnown(const Packing& packing, const std::vector<KnownPack>& known, PackProfile* out);
 
+// `emo profile`'s file ({"packs": [{"pack": P, "hash": H, "kernels": K, "metrics": {...}}], ...},
+// written by cli/model_pipeline.h's PackMetricsJson), read from `text` (`source` names it in
+// errors): for this packing, whose unique packs must be the profiled ones (the same trace, packed
+// with the same Δmax), or as packs known by hash for other traces of the same program.
+bool ParsePackMetrics(const std::string& source, const std::string& text, const Packing& packing, PackProfile* out,
+                      std::string* err);
+bool ParseKnownPacks(const std::string& source, const std::string& text, std::vector<KnownPack>* out, std::string* err);
+
 // Each rank's compute kernels (indices into its ops, NCCL's left out) in launch (correlation)
 // order: a kernel's position here is its launch ordinal.
 std::vector<std::vector<uint32_t>> ComputeKernelsInLaunchOrder(const Trace& trace);

@@ -44,6 +44,21 @@ bool Alive(long pid) { return kill(static_cast<pid_t>(pid), 0) == 0 || errno == 
 
 }  // namespace
 
+bool ParseTraceRequest(const std::string& text, TraceRequest* out, std::string* err) {
+  std::istringstream f(text);
+  std::string magic, rest;
+  int version = 0;
+  TraceRequest r;
+  if (!(f >> magic >> version >> r.seq >> r.iterations >> r.timeout_s) || magic != kRequestMagic ||
+      version != kProtocolVersion || r.seq < 1 || r.iterations < 1 || !(r.timeout_s > 0) || (f >> rest)) {
+    *err = "not a request of protocol " + std::to_string(kProtocolVersion) + " (expected \"" + kRequestMagic +
+           " 1 SEQ ITERATIONS TIMEOUT_S\")";
+    return false;
+  }
+  *out = r;
+  return true;
+}
+
 bool ReadTraceRequest(const std::string& dir, TraceRequest* out, std::string* err) {
   *out = TraceRequest();
   const fs::path path = fs::path(dir) / "request";
@@ -54,18 +69,11 @@ bool ReadTraceRequest(const std::string& dir, TraceRequest* out, std::string* er
     *err = path.string() + ": cannot read";
     return false;
   }
-  std::string magic;
-  int version = 0;
-  TraceRequest r;
-  std::string rest;
-  if (!(f >> magic >> version >> r.seq >> r.iterations >> r.timeout_s) || magic != kRequestMagic ||
-      version != kProtocolVersion || r.seq < 1 || r.iterations < 1 || !(r.timeout_s > 0) || (f >> rest)) {
-    *err = path.string() + ": not a request of protocol " + std::to_string(kProtocolVersion) + " (expected \"" +
-           kRequestMagic + " 1 SEQ ITERATIONS TIMEOUT_S\")";
-    return false;
-  }
-  *out = r;
-  return true;
+  std::ostringstream text;
+  text << f.rdbuf();
+  if (ParseTraceRequest(text.str(), out, err)) return true;
+  *err = path.string() + ": " + *err;
+  return false;
 }
 
 bool WriteTraceRequest(const std::string& dir, int64_t iterations, double timeout_s, TraceRequest* out,

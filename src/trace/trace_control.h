@@ -38,6 +38,8 @@ struct TraceRequest {
 // The directory's current request: true with *out (seq 0 when there is none yet); false with *err
 // when the request file cannot be read or is malformed.
 bool ReadTraceRequest(const std::string& dir, TraceRequest* out, std::string* err);
+// A request file's text; false with *err saying what it expected.
+bool ParseTraceRequest(const std::string& text, TraceRequest* out, std::string* err);
 // Writes the next request (seq one above the current one), atomically; *out receives it.
 bool WriteTraceRequest(const std::string& dir, int64_t iterations, double timeout_s, TraceRequest* out,
                        std::string* err);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -115,12 +116,27 @@ TEST(TraceControl, WaitsForEveryLiveProcessRegisteredBeforeTheRequest) {
   EXPECT_EQ(answers.errors[0], "emo-trace-rank0.json: iteration 9 had begun");
   ASSERT_EQ(answers.missing.size(), 1u);
   EXPECT_EQ(answers.missing[0], 1);
-  EXPECT_NE(err.find("no answer within 0.1 s from process 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("window-2: no answer within 0.1 s from process 1"), std::string::npos) << err;
 
+  // A wait that the job's end cancels (emo run --adapt) returns then, not at its timeout.
+  std::atomic<bool> cancel{false};
+  std::thread end([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel = true;
+  });
+  const auto t1 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(WaitForWindow(dir, 3, 10, 0.01, &answers, &err, &cancel));
+  end.join();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count(), 5);
+  EXPECT_NE(err.find("window-3: no answer before the job ended from process "), std::string::npos) << err;
+
+  // Only the ended process is left: nobody can answer, so the wait ends at once.
   UnregisterTracedProcess(dir, me);
   UnregisterTracedProcess(dir, 1);
-  EXPECT_FALSE(WaitForWindow(dir, 3, 0.05, 0.02, &answers, &err));  // only the ended process is left
-  EXPECT_NE(err.find("no traced process registered"), std::string::npos) << err;
+  const auto t2 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(WaitForWindow(dir, 3, 10, 0.01, &answers, &err));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count(), 5);
+  EXPECT_NE(err.find("the traced processes ended without answering (process "), std::string::npos) << err;
   fs::remove_all(dir);
 }
 

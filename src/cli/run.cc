@@ -211,6 +211,7 @@ int RunCommand(const RunOptions& opt) {
   int code = 1;
   std::string spawn_err;
   const bool spawned = RunChild(opt.command, &code, &spawn_err);
+  if (planner) planner->Cancel();  // a plan still waiting for the job's trace would wait for nothing
   steps.Close();
   const double end_ns = host.NowNs();
   host.Stop();  // Finish(): every controller resets what it changed

@@ -27,7 +27,8 @@ bool RunPlanner::Model(const PlanWindow& w, std::string* err) {
   TraceRequest request;
   WindowAnswers answers;
   if (!WriteTraceRequest(o_.control_dir, o_.trace_iterations, o_.trace_timeout_s, &request, err)) return false;
-  if (!WaitForWindow(o_.control_dir, request.seq, o_.trace_timeout_s + 5, 0.05, &answers, err)) return false;
+  if (!WaitForWindow(o_.control_dir, request.seq, o_.trace_timeout_s + 5, 0.05, &answers, err, &cancelled_))
+    return false;
   if (!answers.errors.empty()) {
     *err = "no trace: " + answers.errors[0];
     return false;

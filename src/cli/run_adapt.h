@@ -7,6 +7,7 @@
 // job's traces runs on the job's GPU r.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,8 @@ class RunPlanner {
   RunPlanner(const RunPlannerOptions& o, std::vector<KnownPack> known, const SearchOptions& so,
              const ClockSampler* clocks);
   bool Plan(const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* err);
+  // Thread-safe: the job has ended, so a plan waiting for its trace gives up at once.
+  void Cancel() { cancelled_ = true; }
   // What the last model was built from, for the user: its trace files and how much of it was known.
   const std::vector<std::string>& files() const { return files_; }
   double unknown_share() const { return unknown_share_; }
@@ -65,6 +68,7 @@ class RunPlanner {
   const ClockSampler* clocks_;
   std::vector<std::string> files_;
   double unknown_share_ = 0;
+  std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace emo

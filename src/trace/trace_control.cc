@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace emo {
 namespace {
@@ -141,12 +143,13 @@ void UnregisterTracedProcess(const std::string& dir, long pid) {
 }
 
 bool WaitForWindow(const std::string& dir, int64_t seq, double timeout_s, double poll_s, WindowAnswers* out,
-                   std::string* err) {
+                   std::string* err, const std::atomic<bool>* cancel) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   const fs::path answers = WindowDir(dir, seq);
   for (;;) {
     *out = WindowAnswers();
     int expected = 0;
+    std::vector<long> ended;  // registered before the request, gone without an answer
     std::error_code ec;
     for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
       const std::string name = e.path().filename().string();
@@ -168,6 +171,7 @@ bool WaitForWindow(const std::string& dir, int64_t seq, double timeout_s, double
       } else if (Alive(pid)) {
         out->missing.push_back(pid);
       } else {
+        ended.push_back(pid);
         continue;
       }
       ++expected;
@@ -177,19 +181,28 @@ bool WaitForWindow(const std::string& dir, int64_t seq, double timeout_s, double
       return false;
     }
     if (expected > 0 && out->missing.empty()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) break;
+    if (expected == 0 && !ended.empty()) {  // nobody left to answer: no point in waiting
+      std::string pids;
+      for (long pid : ended) pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
+      *err = dir + ": the traced processes ended without answering (process " + pids + ")";
+      return false;
+    }
+    if ((cancel && cancel->load()) || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
   }
+  std::ostringstream why;
+  if (cancel && cancel->load())
+    why << " before the job ended";
+  else
+    why << " within " << timeout_s << " s";
   if (out->files.empty() && out->errors.empty() && out->missing.empty()) {
-    *err = dir +
-           ": no traced process registered (is the job running under emo trace --on-demand, and has it "
+    *err = dir + ": no traced process registered" + why.str() +
+           " (is the job traced on demand, as emo trace --on-demand and emo run --adapt run it, and has it "
            "started CUDA?)";
   } else {
     std::string pids;
     for (long pid : out->missing) pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
-    std::ostringstream text;
-    text << WindowDir(dir, seq) << ": no answer within " << timeout_s << " s from process " << pids;
-    *err = text.str();
+    *err = WindowDir(dir, seq) + ": no answer" + why.str() + " from process " + pids;
   }
   return false;
 }

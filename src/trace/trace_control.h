@@ -20,6 +20,7 @@
 //                        that ended in time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,8 +65,9 @@ struct WindowAnswers {
 
 // Waits up to timeout_s for every live process registered before request `seq` to answer it, and
 // polls every poll_s. False with *err when none is registered by then, or some have not answered
-// (*out says which did).
+// (*out says which did); at once when every process registered before it has ended without an
+// answer, or when *cancel becomes true.
 bool WaitForWindow(const std::string& dir, int64_t seq, double timeout_s, double poll_s, WindowAnswers* out,
-                   std::string* err);
+                   std::string* err, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace emo

@@ -155,7 +155,8 @@ struct OnDemand {
   std::string dir, file;
   long pid = 0;
   emo::LauncherRank launcher;
-  std::atomic<int64_t> steps{0};  // step ranges begun so far
+  std::atomic<int64_t> steps{0};                           // step ranges begun so far
+  std::atomic<int64_t> first_step_ns{0}, last_step_ns{0};  // when the first and the latest began (steady clock)
   std::atomic<bool> armed{false};
   std::mutex step_mu;  // the window's iteration starts (the callback's side)
   int64_t start = 0;   // the window's first iteration, counted from 1
@@ -171,6 +172,9 @@ constexpr auto kPoll = std::chrono::milliseconds(50);
 
 void OnStepBegins() {
   OnDemand& od = *g_on_demand;
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  if (od.steps.load() == 0) od.first_step_ns = now;
+  od.last_step_ns = now;
   const int64_t n = od.steps.fetch_add(1) + 1;
   if (!od.armed.load()) return;
   std::lock_guard<std::mutex> lock(od.step_mu);
@@ -220,13 +224,17 @@ void Refuse(int64_t seq, const std::string& why) {
 }
 
 // Agrees on the window's first iteration with the job's other processes, and records from now on
-// (its first iteration begins at least one iteration later). Holds od.mu.
+// (its first iteration begins at least one iteration later). The first process to read the request
+// proposes an iteration far enough ahead that the others, polling too, read it before then: two
+// iterations, and as many more as begin in five polls. Holds od.mu.
 void StartWindow(const emo::TraceRequest& request) {
   OnDemand& od = *g_on_demand;
   const int64_t begun = od.steps.load();
+  const auto ran = std::chrono::steady_clock::duration(od.last_step_ns - od.first_step_ns);
+  const int64_t ahead = begun >= 2 && ran.count() > 0 ? 5 * kPoll * (begun - 1) / ran + 1 : 0;
   int64_t start = 0;
   std::string err;
-  if (!emo::ClaimWindowStart(od.dir, request.seq, begun + 2, &start, &err)) return Refuse(request.seq, err);
+  if (!emo::ClaimWindowStart(od.dir, request.seq, begun + 2 + ahead, &start, &err)) return Refuse(request.seq, err);
   if (start <= begun + 1)  // the next iteration may begin before the records do
     return Refuse(request.seq, "iteration " + std::to_string(start) + " had begun (or was about to) when the request " +
                                    "reached this process, at iteration " + std::to_string(begun));

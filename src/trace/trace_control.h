@@ -15,7 +15,9 @@
 //                        there is none. Iterations are counted in each process from its first NVTX
 //                        step range (emo.step or ProfilerStep#N), so that the ranks of one job agree
 //                        on them; `start` is in window-<seq>/start, written once by the first process
-//                        to read the request: two after the last iteration it had begun.
+//                        to read the request: far enough ahead of the last iteration it had
+//                        begun for the others to read it in time (libemo_inject.so: two, and as
+//                        many more as begin in 0.25 s).
 //                        A window that times out (timeout_s from the request) keeps the iterations
 //                        that ended in time.
 #pragma once

@@ -114,8 +114,9 @@ void AdaptivePlayer::Play(double now_ns) {
   for (const auto& g : policy_.gpus) {
     const ClockChange* in_force = nullptr;
     for (const ClockChange& c : g.changes) {
-      if (now_ns + c.t_ms * 1e6 >= late_ns)
-        Lock(g.gpu, c.mhz, now_ns + c.t_ms * 1e6);
+      const double t_ns = now_ns + c.t_ms * 1e6;
+      if (t_ns >= late_ns)
+        Lock(g.gpu, c.mhz, t_ns);
       else if (!in_force || c.t_ms >= in_force->t_ms)
         in_force = &c;
     }

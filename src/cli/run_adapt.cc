@@ -33,24 +33,24 @@ bool RunPlanner::Model(const PlanWindow& w, std::string* err) {
     *err = "no trace: " + answers.errors[0];
     return false;
   }
-  files_ = answers.files;
-  std::sort(files_.begin(), files_.end());
+  std::vector<std::string> files = answers.files;
+  std::sort(files.begin(), files.end());
   auto m = std::make_unique<WindowModel>();
   m->first = w.first;
   BuildReport report;
-  if (!LoadTraces(files_, &m->trace, err) || !GraphAndPacks(m->trace, o_.pack_ms, &m->g, &report, &m->packing, err))
+  if (!LoadTraces(files, &m->trace, err) || !GraphAndPacks(m->trace, o_.pack_ms, &m->g, &report, &m->packing, err))
     return false;
   if (m->trace.ranks.size() != w.energy_j.size()) {
     *err = fmt::format("the job's trace has {} ranks, where it runs on {} GPUs (one process per GPU, rank r on GPU r)",
                        m->trace.ranks.size(), w.energy_j.size());
     return false;
   }
-  unknown_share_ = PackProfileFromKnown(m->packing, known_, &m->pp);
-  if (unknown_share_ > o_.max_unknown_share) {
+  const double unknown_share = PackProfileFromKnown(m->packing, known_, &m->pp);
+  if (unknown_share > o_.max_unknown_share) {
     *err = fmt::format(
         "{:.0f} % of the window's kernel time is in packs that --packs never saw: the job runs other work than it "
         "profiled (profile it in this phase: emo profile)",
-        unknown_share_ * 100);
+        unknown_share * 100);
     return false;
   }
   if (!(o_.profile.empty() ? FindProfile("", m->trace.ranks[0].gpu_name, &m->profile, err)

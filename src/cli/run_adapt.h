@@ -42,9 +42,6 @@ class RunPlanner {
   bool Plan(const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* err);
   // Thread-safe: the job has ended, so a plan waiting for its trace gives up at once.
   void Cancel() { cancelled_ = true; }
-  // What the last model was built from, for the user: its trace files and how much of it was known.
-  const std::vector<std::string>& files() const { return files_; }
-  double unknown_share() const { return unknown_share_; }
 
  private:
   bool Model(const PlanWindow& w, std::string* err);
@@ -66,8 +63,6 @@ class RunPlanner {
   std::vector<KnownPack> known_;
   SearchOptions so_;
   const ClockSampler* clocks_;
-  std::vector<std::string> files_;
-  double unknown_share_ = 0;
   std::atomic<bool> cancelled_{false};
 };
 

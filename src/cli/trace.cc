@@ -51,11 +51,11 @@ int RequestWindow(const TraceOptions& opt) {
   for (const std::string& f : answers.files) fmt::print("{}\n", f);
   for (const std::string& e : answers.errors) fmt::print(stderr, "emo trace: no trace: {}\n", e);
   if (!all) fmt::print(stderr, "emo trace: {}\n", err);
-  if (all && answers.errors.empty())
-    fmt::print(stderr, "emo trace: {} trace file{} in {} (emo analyze {})\n", answers.files.size(),
-               answers.files.size() == 1 ? "" : "s", WindowDir(opt.request, request.seq),
-               WindowDir(opt.request, request.seq));
-  return all && answers.errors.empty() ? 0 : 1;
+  if (!all || !answers.errors.empty()) return 1;
+  const std::string window = WindowDir(opt.request, request.seq);
+  fmt::print(stderr, "emo trace: {} trace file{} in {} (emo analyze {})\n", answers.files.size(),
+             answers.files.size() == 1 ? "" : "s", window, window);
+  return 0;
 }
 
 }  // namespace
@@ -64,6 +64,10 @@ int RunTrace(const TraceOptions& opt) {
   if (!opt.request.empty()) return RequestWindow(opt);
   if (opt.out_dir.empty()) {
     fmt::print(stderr, "emo trace: -o DIR is required (or --request DIR)\n");
+    return 1;
+  }
+  if (opt.on_demand && opt.iterations > 0) {
+    fmt::print(stderr, "emo trace: --on-demand traces the windows asked for: --iterations goes to --request\n");
     return 1;
   }
 #ifndef EMO_HAVE_CUPTI
@@ -91,10 +95,6 @@ int RunTrace(const TraceOptions& opt) {
   setenv("CUDA_INJECTION64_PATH", fs::absolute(library).c_str(), 1);
   setenv("EMO_TRACE_DIR", dir.c_str(), 1);  // and the NCCL plugin's records, of the whole run
   if (opt.on_demand) {
-    if (opt.iterations > 0) {
-      fmt::print(stderr, "emo trace: --on-demand traces the windows asked for: --iterations goes to --request\n");
-      return 1;
-    }
     setenv(kTraceControlEnv, dir.c_str(), 1);
     fmt::print(stderr, "emo trace: tracing on demand: emo trace --request {} --iterations N\n", dir.string());
   } else if (opt.iterations > 0) {

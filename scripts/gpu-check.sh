@@ -34,17 +34,6 @@ else
 fi
 tail -3 "$out/calibrate.err"
 
-# GPOEO's models trained on the GPU: a few kernel-mix jobs at five clocks (a short corpus: the check
-# is that the path runs and the models predict, not their accuracy).
-if timeout 420 "$emo" gpoeo train --device cuda:0 --workloads 6 --eval-workloads 3 --clocks 5 -o "$out/gpoeo-cuda" \
-    >"$out/gpoeo-train.out" 2>&1; then
-  tail -4 "$out/gpoeo-train.out"
-  python3 -c "import json; m=json.load(open('$out/gpoeo-cuda/meta.json')); print('corpus', m['corpus'], 'features', len(m['features']), '(15: with GPM activity)', 'MAPE energy', m['eval_mape_energy_pct'], 'time', m['eval_mape_time_pct'])" &&
-    pass "emo gpoeo train --device cuda:0" || fail "emo gpoeo train --device cuda:0"
-else
-  tail -5 "$out/gpoeo-train.out"; fail "emo gpoeo train --device cuda:0"
-fi
-
 # A CUDA program with two streams and an event dependency, traced through CUPTI injection.
 if nvcc -O2 -arch=native -o "$out/two_streams" tests/gpu/two_streams.cu 2>"$out/nvcc.log"; then
   timeout 120 "$out/two_streams" 20 && pass "two_streams runs" || fail "two_streams runs"
@@ -170,6 +159,31 @@ for name in ("run-default", "run-policy"):
         print(name, "unreadable:", e)
 print("after: SM clock", json.load(open(f"{d}/gpus-after.json"))[0]["sm_clock_mhz"], "MHz")
 PY
+  # Crash safety: SIGKILL of EMO while its policy holds the middle clock. Its watchdog process must
+  # unlock the GPU, so that the next job's busy clock is the default run's, not the policy's.
+  "$emo" run --policy "$out/policy.json" -- "$out/two_streams" 3000 >/dev/null 2>"$out/wd.err" &
+  run_pid=$!
+  sleep 3
+  kill -KILL "$run_pid"
+  wait "$run_pid" 2>/dev/null
+  for _ in $(seq 100); do grep -q "emo watchdog:" "$out/wd.err" && break; sleep 0.1; done
+  cat "$out/wd.err"
+  sleep 2  # the orphaned two_streams runs on; let it end or be killed before the next job
+  pkill -f "$out/two_streams" 2>/dev/null
+  if timeout 120 "$emo" run --measure "$out/run-after-kill.json" -- "$out/two_streams" 100 >/dev/null; then
+    python3 - "$out" "$mid" <<'PY' && pass "after SIGKILL of emo run --policy, the watchdog restored the clocks" ||
+import json, sys
+d, mid = sys.argv[1], float(sys.argv[2])
+busy = lambda name: json.load(open(f"{d}/{name}.json"))["busy_clock_mhz"]
+after, default, policy = busy("run-after-kill"), busy("run-default"), busy("run-policy")
+print("busy SM clock: default run", default, "policy run", policy, f"(locked {mid:.0f})", "after the kill", after)
+a, b = (x[0] if isinstance(x, list) else x for x in (after, default))
+sys.exit(0 if a > 0.9 * b and a > mid + 50 else 1)
+PY
+      fail "after SIGKILL of emo run --policy, the watchdog restored the clocks"
+  else
+    fail "emo run after the SIGKILL"
+  fi
 else
   skip "no supported clock list or no two_streams binary"
 fi
@@ -197,5 +211,16 @@ if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
 else
   skip "python3 has no CUDA-enabled torch"
 fi
+# GPOEO's models trained on the GPU: a few kernel-mix jobs at five clocks (a short corpus, last because it
+# is the longest step: the check is that the path runs and the models predict, not their accuracy).
+if timeout 420 "$emo" gpoeo train --device cuda:0 --workloads 6 --eval-workloads 3 --clocks 5 -o "$out/gpoeo-cuda" \
+    >"$out/gpoeo-train.out" 2>&1; then
+  tail -4 "$out/gpoeo-train.out"
+  python3 -c "import json; m=json.load(open('$out/gpoeo-cuda/meta.json')); print('corpus', m['corpus'], 'features', len(m['features']), '(15: with GPM activity)', 'MAPE energy', m['eval_mape_energy_pct'], 'time', m['eval_mape_time_pct'])" &&
+    pass "emo gpoeo train --device cuda:0" || fail "emo gpoeo train --device cuda:0"
+else
+  tail -5 "$out/gpoeo-train.out"; fail "emo gpoeo train --device cuda:0"
+fi
+
 echo "gpu-check: $fails failed"
 [ $fails = 0 ]

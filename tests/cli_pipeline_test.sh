@@ -217,6 +217,22 @@ import json, sys
 p = json.load(open('$tmp/adapt.json'))['adapt']['plans']
 sys.exit(0 if p and p[0]['ok'] and p[0]['window_iterations'] >= 4 else 1)\""
   check "its policy locked clocks and every GPU ends reset" locked_then_reset
+  check "with every pack profiled, no pack is reported unseen" bash -c "! grep -q 'never saw' '$tmp/adapt.err'"
+  # The same job with a quarter of its packs' metrics missing: planned, saying how much of the kernel
+  # time took the job's mix instead.
+  python3 -c "
+import json; d = json.load(open('$tmp/ot-packs.json')); d['packs'] = d['packs'][1::4] + d['packs'][2::4] + d['packs'][3::4]
+json.dump(d, open('$tmp/ot-packs-some.json', 'w'))"
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_ENERGY_FROM_POWER=1 \
+    "$emo" run --adapt 5 --packs "$tmp/ot-packs-some.json" --profile "$workloads/../profiles/sim-a100.json" \
+    --measure "$tmp/adapt2.json" -- python3 "$tmp/adapt_job.py" "$tmp/ot" "$iteration_ms" >/dev/null 2>"$tmp/adapt2.err"
+  check "packs --packs never saw are reported with their share of the kernel time" bash -c "grep 'never saw' \
+    '$tmp/adapt2.err' | head -1 | python3 -c \"
+import re, sys
+share = float(re.search(r'adapt: ([0-9.]+) % of', sys.stdin.read()).group(1))
+print('unseen share', share)
+sys.exit(0 if 0 < share <= 50 else 1)\" && python3 -c \"
+import json, sys; sys.exit(0 if json.load(open('$tmp/adapt2.json'))['adapt']['plans'][0]['ok'] else 1)\""
   "$emo" run --adapt 5 -- true >/dev/null 2>"$tmp/err"; rc=$?
   check "run --adapt without --packs says what it needs" bash -c "test $rc -eq 1 && grep -q 'needs --packs' '$tmp/err'"
 fi

@@ -53,6 +53,11 @@ bool RunPlanner::Model(const PlanWindow& w, std::string* err) {
         unknown_share * 100);
     return false;
   }
+  if (unknown_share > 0)
+    fmt::print(stderr,
+               "emo run: adapt: {:.1f} % of the window's kernel time is in packs that --packs never saw; they take "
+               "the job's mix\n",
+               unknown_share * 100);
   if (!(o_.profile.empty() ? FindProfile("", m->trace.ranks[0].gpu_name, &m->profile, err)
                            : LoadProfile(o_.profile, &m->profile, err)))
     return false;

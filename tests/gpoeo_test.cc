@@ -469,6 +469,23 @@ TEST(Gpoeo, ReadsAnIterationJustUnderTwoReadingsOnTheSafeSide) {
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 600, 0.02, &gpoeo, false, 5);
 }
 
+// An iteration of 0.219 s, just over two of the counter's 100 ms updates: the suffixes of the
+// readings see it or its alias just under two (0.184 s) by turns, which read as the same period
+// (GpoeoPeriod.PeriodsJustOverTwoUpdates). Before, they disagreed and GPOEO found no period in
+// the whole run, holding the default clock. (Not a workload of the shipped models' corpus.)
+TEST(Gpoeo, FindsAnIterationJustOverTwoReadings) {
+  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "A100-SXM4-80GB",
+      "kind": "pp", "link": "pcie", "name": "pp2-gpt-h3072-l9-s1024-b1-pcie-m9",
+      "model": {"arch": "gpt", "batch": 1, "heads": 24, "hidden": 3072, "layers": 9, "seq": 1024, "vocab": 50304},
+      "parallel": {"microbatches": 9, "pp": 2}})");
+  sim::Program program;
+  std::string err;
+  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+  GpoeoRun gpoeo;
+  ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 600, 0.05, &gpoeo, true, 5);
+  EXPECT_FALSE(gpoeo.aliased);
+}
+
 // Each probe's time ratio is a period measured at the probe's clock over the period at the default
 // clock, from a few seconds of readings. On an H100, whose power reading averages the last second,
 // only the energy counter still shows a sub-second iteration; the probes must read it there, or

@@ -3,8 +3,9 @@
 # calibration (emo calibrate --device cuda:0), GPOEO's training (emo gpoeo train --device cuda:0),
 # CUPTI tracing of an unmodified CUDA program and of a small PyTorch job (emo trace, also on
 # demand), the replay of those traces (emo analyze), their packs' counters (emo profile), EMO's
-# online loop (emo run --adapt), clock locking through a policy and the clocks' reset afterwards,
-# and GEEPAFS on real telemetry (emo run). Every step prints PASS, FAIL or SKIP and why.
+# online loop (emo run --adapt), clock locking through a policy and the clocks' reset afterwards
+# (also after a SIGKILL of EMO, by its watchdog), and GEEPAFS on real telemetry (emo run). Every
+# step prints PASS, FAIL or SKIP and why.
 # Usage: scripts/gpu-check.sh [BIN_DIR] [OUT_DIR]   (BIN_DIR holds emo and libemo_inject.so;
 # it is built there with CMake when missing). Results for docs/hardware.md are in OUT_DIR.
 set -u

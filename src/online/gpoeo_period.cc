@@ -478,11 +478,11 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
     r.estimates_s.push_back(t);
     scores.push_back(s < 0 ? kInvalid : s);
   }
-  // EMO: readings dt apart show a period t between one and two readings exactly as they show the
-  // time-reversed waveform at its alias 1/(1/dt − 1/t) above two readings (the samples of one are
-  // those of the other, mirrored), so near two readings the suffixes can each take either member
-  // of the pair. Each estimate is read as the member above two readings, the one reported; the
-  // controller's probes tell which the iteration is (gpoeo.cc).
+  // EMO: samples dt apart of a period t between one and two samples are those of the mirrored
+  // waveform at its alias 1/(1/dt − 1/t) above two (and readings that average each interval
+  // weigh the two nearly alike near two readings), so there the suffixes can each take either
+  // member of the pair. Each estimate is read as the member above two readings, the one reported;
+  // the controller's probes tell which the iteration is (gpoeo.cc).
   for (double& t : r.estimates_s)
     if (t > dt_s && t < 2 * dt_s) t = 1 / (1 / dt_s - 1 / t);
   const auto [lo, hi] = std::minmax_element(r.estimates_s.begin(), r.estimates_s.end());

@@ -100,6 +100,22 @@ sys.exit(0 if same and 0 < b['slowdown'] <= a['slowdown'] and abs(a['energy_savi
   check "optimize --trace without pack metrics says what it needs" bash -c "test $? -eq 1 && grep -q 'needs --packs' '$tmp/err'"
   "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --pack-ms 1 >/dev/null 2>"$tmp/err"
   check "pack metrics of another packing are refused" bash -c "test $? -eq 1 && grep -q 'same --pack-ms' '$tmp/err'"
+  # --low-trace: the same iterations traced at a locked lower clock, matched kernel by kernel.
+  "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --low-trace "$tmp/ot" \
+    >/dev/null 2>"$tmp/err"
+  check "--low-trace without --low-clock MHZ is refused" bash -c "test $? -eq 1 && grep -q 'go together' '$tmp/err'"
+  "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --low-clock 990 \
+    --low-trace "$tmp/ot/rank-0.json" --profile "$workloads/../profiles/sim-a100.json" >/dev/null 2>"$tmp/err"
+  check "a low-clock trace of other ranks is refused" bash -c "test $? -eq 1 && grep -q '1 ranks, the traced run 2' '$tmp/err'"
+  "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --low-clock 990 \
+    --low-trace "$tmp/ot" --profile "$workloads/../profiles/sim-a100.json" --json "$tmp/ot-low.json" >/dev/null 2>&1
+  check "a low-clock trace of the same run is taken (as no change with the clock)" python3 -c "
+import json, sys
+a, b = json.load(open('$tmp/ot-trace.json')), json.load(open('$tmp/ot-low.json'))
+same = abs(a['predicted']['default_iteration_ms'] / b['predicted']['default_iteration_ms'] - 1) < 1e-9
+sys.exit(0 if same and b['low_clock_mhz'] == 990 and b['predicted']['slowdown'] <= 0.05 else 1)"
+  "$emo" optimize --workload "$workloads/tp2-gpt3-6.7b-a100.json" --low-clock fast >/dev/null 2>"$tmp/err"
+  check "--low-clock takes MHz or auto" bash -c "test $? -ne 0 && grep -q 'not a clock in MHz or auto' '$tmp/err'"
 fi
 
 # emo optimize -- CMD: the hardware steps as one command, on the fake NVML (whose energy counter

@@ -206,6 +206,48 @@ TEST(PackModel, RepeatedPacksAreAnchoredToTheirOwnTimeAndClock) {
     EXPECT_NEAR(e[nc + c], e[nc + 4], 1e-12 * e[nc + 4]) << prof.clocks_mhz[c] << " MHz";
 }
 
+// A second run at a lower clock measures how much of the predicted change shows. Two occurrences
+// of one pack of FMA work (the second twice as long) show 40 % and 60 % of their predicted change
+// at 840 MHz: pooled, β = (0.4 d + 0.6 · 2d) / (d + 2d) = 1.6 / 3. At and above 840 MHz each
+// takes t0 + β (T(f) − t0); below, the model's slope from the point measured at 840 MHz. A pack
+// the model sees no change in (an empty fit) keeps its time whatever the second run says.
+TEST(PackModel, ARunAtALowClockScalesThePredictedChange) {
+  const DeviceProfile prof = test::SyntheticProfile();
+  PackModel model(prof);
+  PackProfile profile;
+  profile.packs = {0, 2};
+  profile.metrics = {Mix(prof, {{kBenchFp32Fma, 1}}), PackMetrics()};
+  profile.metrics[0].kernels = profile.metrics[1].kernels = 1;
+  auto body = [](int mhz) { return test::SyntheticTime(kBenchFp32Fma, mhz); };
+  const double t0 = body(1410), d = body(840) - t0;
+  Packing packing;
+  packing.rank = {0, 0, 0};
+  packing.unique = {0, 0, 2};
+  packing.busy_ns = {t0 * 1e9, 2 * t0 * 1e9, 1e6};
+  LowClockRun low{840, {(t0 + 0.4 * d) * 1e9, (2 * t0 + 0.6 * 2 * d) * 1e9, 3e6}};
+  std::vector<double> t, e, t_model, e_model;
+  PackTables tables;
+  std::string err;
+  ASSERT_TRUE(PackTimeEnergy(model, packing, profile, {1410, 1410, 1410}, &t_model, &e_model, &tables, &err)) << err;
+  ASSERT_TRUE(PackTimeEnergy(model, packing, profile, {1410, 1410, 1410}, &t, &e, &tables, &err, low)) << err;
+  const double beta = 1.6 / 3;
+  const int nc = model.clocks();
+  for (int c = 0; c < nc; ++c) {
+    const int f = prof.clocks_mhz[c];
+    const double want = f >= 840 ? t0 + beta * (body(f) - t0) : t0 + beta * d + (body(f) - body(840));
+    EXPECT_NEAR(t[c], want, 1e-9 * want) << f << " MHz";
+    EXPECT_NEAR(t[nc + c], 2 * want, 2e-9 * want) << f << " MHz";
+    EXPECT_NEAR(t[2 * nc + c], 1e-3, 1e-12) << f << " MHz";
+    // The same work in less time: the idle power over the time taken off is saved.
+    const double idle = model.idle_power_w()[c];
+    EXPECT_NEAR(e[c], e_model[c] - idle * (t_model[c] - t[c]), 1e-9 * e_model[c]) << f << " MHz";
+    EXPECT_EQ(e[2 * nc + c], e_model[2 * nc + c]);
+  }
+  low.busy_ns.pop_back();
+  EXPECT_FALSE(PackTimeEnergy(model, packing, profile, {1410, 1410, 1410}, &t, &e, &tables, &err, low));
+  EXPECT_NE(err.find("low clock for 2 packs, there are 3"), std::string::npos) << err;
+}
+
 TEST(PackModel, PackOutsideTheConeGetsNonNegativeFitAndResidual) {
   const DeviceProfile prof = test::SyntheticProfile();
   PackModel model(prof);

@@ -92,7 +92,9 @@ int RunBench(const BenchOptions& opt) {
 
     Pipeline pl;
     progress(path + ": tracing and modelling");
-    if (!BuildPipeline(path, "", PipelineOptions(), &pl, &err)) return fail(path + ": " + err);
+    PipelineOptions pipeline;
+    pipeline.low_mhz = opt.low_mhz;
+    if (!BuildPipeline(path, "", pipeline, &pl, &err)) return fail(path + ": " + err);
     const std::string name = pl.program.name;
     const double iteration_ms = pl.predictor.period_ns() / 1e6;
     const int runs = MeasureWindowIterations(iteration_ms, 6);

@@ -18,6 +18,36 @@
 #include "cli/validate.h"
 #include "online/registry.h"
 
+namespace {
+
+// --low-clock MHZ|auto: a second traced run at a lower locked clock (cli/model_pipeline.h's
+// LowClockRun); auto (-1) takes LowClock of the device profile.
+CLI::Option* AddLowClock(CLI::App* app, int* mhz, const std::string& what) {
+  return app
+      ->add_option_function<std::string>(
+          "--low-clock",
+          [mhz](const std::string& v) {
+            if (v == "auto") {
+              *mhz = -1;
+              return;
+            }
+            size_t used = 0;
+            int value = 0;
+            try {
+              value = std::stoi(v, &used);
+            } catch (const std::exception&) {
+              used = 0;
+            }
+            if (used != v.size() || value <= 0)
+              throw CLI::ValidationError("--low-clock", "'" + v + "' is not a clock in MHz or auto");
+            *mhz = value;
+          },
+          what)
+      ->type_name("MHZ|auto");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"EMO: energy-efficiency modeling and optimization for GPU AI workloads"};
   app.require_subcommand(1);
@@ -231,6 +261,12 @@ int main(int argc, char** argv) {
                 "threads predicting the search's candidate schedules (0: every core; the answer is the same)")
       ->check(CLI::NonNegativeNumber);
   o->add_option("--pack-ms", opt.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
+  AddLowClock(o, &opt.low_mhz,
+              "simulated: trace the job a second time with every GPU locked at this clock (auto: 70 % of the "
+              "default), so that the model learns how much of each pack's time follows the clock (README); with "
+              "--trace: the clock of --low-trace's run");
+  o->add_option("--low-trace", opt.low_traces,
+                "with --trace: the same iterations traced with every GPU locked at --low-clock (repeatable)");
   o->add_option("--json", opt.json, "write the results as JSON to a file ('-': stdout)");
 
   emo::ValidateOptions val;
@@ -258,6 +294,9 @@ int main(int argc, char** argv) {
   v->add_option("--dvfs-latency-ms", val.dvfs_latency_ms, "time a clock change takes to land (predicted landings)")
       ->check(CLI::NonNegativeNumber);
   v->add_option("--pack-ms", val.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
+  AddLowClock(v, &val.low_mhz,
+              "trace the job a second time with every GPU locked at this clock (auto: 70 % of the default), so "
+              "that the model learns how much of each pack's time follows the clock");
   v->add_option("--json", val.json, "write the results as JSON to a file ('-': stdout, the text going to stderr)");
 
   emo::GpoeoTrainOptions gtrain;
@@ -300,6 +339,7 @@ int main(int argc, char** argv) {
   b->add_option("--methods", bench.methods,
                 "emo, static, zeus, geepafs, gpoeo, perseus (pipelines only) (default: all)");
   b->add_option("--budgets", bench.budgets, "slowdown budgets (default 0.02 0.05; 0 for pipelines and offload)");
+  AddLowClock(b, &bench.low_mhz, "EMO's pipeline traces each job a second time at this clock (as emo optimize)");
   b->add_option("--seeds", bench.seeds, "measurement seeds")->check(CLI::PositiveNumber);
   b->add_option("--json", bench.json, "write the rows as JSON");
   b->add_option("--md", bench.md, "write the table as markdown");
@@ -318,6 +358,11 @@ int main(int argc, char** argv) {
   pr->add_option("--clock-mhz", pred.clock_mhz, "with traces: each GPU's SM clock at default clocks, MHz")
       ->delimiter(',');
   pr->add_option("--pack-ms", pred.pack_ms, "with traces: longest pack, ms (as profiled)")->check(CLI::PositiveNumber);
+  AddLowClock(pr, &pred.low_mhz,
+              "with traces: the clock of --low-trace's run; with --workload: trace it a second time at this clock "
+              "(auto: 70 % of the default)");
+  pr->add_option("--low-trace", pred.low_traces,
+                 "with traces: the same iterations traced with every GPU locked at --low-clock (repeatable)");
   pr->add_option("--policy", pred.policy, "frequency policy JSON (as emo optimize writes)")->required();
   pr->add_option("--device", pred.device, "simulated device (default: the workload's)");
   pr->add_option("--profile", pred.profile, "device profile JSON (default: the shipped one)");

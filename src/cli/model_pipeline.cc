@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -82,13 +83,20 @@ std::vector<double> DefaultIdlePower(const Packing& packing,
   return out;
 }
 
+int LowClock(const DeviceProfile& profile) {
+  const double want = kLowClockShare * profile.default_mhz;
+  return *std::min_element(profile.clocks_mhz.begin(), profile.clocks_mhz.end(),
+                           [&](int a, int b) { return std::abs(a - want) < std::abs(b - want); });
+}
+
 bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, const PackProfile& pp,
                     const DeviceProfile& profile, const DefaultRun& run, Predictor* predictor, PackTables* tables,
                     std::string* err) {
   PackModel model(profile);
   PredictorInput in;
   const std::vector<double> pack_mhz = PackClocks(packing, run.clock_samples, profile.default_mhz);
-  if (!PackTimeEnergy(model, packing, pp, pack_mhz, &in.pack_time_s, &in.pack_energy_j, tables, err)) return false;
+  if (!PackTimeEnergy(model, packing, pp, pack_mhz, &in.pack_time_s, &in.pack_energy_j, tables, err, run.low))
+    return false;
   in.graph = &g;
   in.packing = &packing;
   in.clocks_mhz = profile.clocks_mhz;
@@ -176,14 +184,29 @@ bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* 
       *err = "--clock-mhz: each GPU's clock must be positive (0 in busy_clock_mhz: never busy)";
       return false;
     }
+  if (in.low_traces.empty() != (in.low_mhz == 0) || in.low_mhz < 0) {
+    *err = "--low-trace and --low-clock MHZ go together: the traces of a run with every GPU locked at that clock";
+    return false;
+  }
   DefaultRun run;
   run.power_w = in.power_w;
   for (double mhz : in.clock_mhz) run.clock_samples.push_back({{0.0, mhz}});
   TracePipeline& t = *out;
   if (!ExpandTracePaths(in.traces, &t.files, err) || !LoadTraces(t.files, &t.trace, err) ||
       !GraphAndPacks(t.trace, in.pack_ms, &t.g, &t.report, &t.packing, err) ||
-      !ReadPackMetrics(in.packs, t.packing, &t.pp, err) ||
-      !(in.profile.empty() ? FindProfile("", t.trace.ranks[0].gpu_name, &t.profile, err)
+      !ReadPackMetrics(in.packs, t.packing, &t.pp, err))
+    return false;
+  if (in.low_mhz > 0) {
+    std::vector<std::string> files;
+    Trace low;
+    if (!ExpandTracePaths(in.low_traces, &files, err) || !LoadTraces(files, &low, err) ||
+        !PackBusyInOtherRun(t.trace, t.g, t.packing, low, &run.low.busy_ns, err)) {
+      *err = "--low-trace: " + *err;
+      return false;
+    }
+    run.low.mhz = in.low_mhz;
+  }
+  if (!(in.profile.empty() ? FindProfile("", t.trace.ranks[0].gpu_name, &t.profile, err)
                            : LoadProfile(in.profile, &t.profile, err)) ||
       !BuildPredictor(t.trace, t.g, t.packing, t.pp, t.profile, run, &t.predictor, &t.tables, err))
     return false;

@@ -23,6 +23,12 @@ namespace emo {
 // the source tree's profiles/ whose "device" is this device.
 bool FindProfile(const std::string& given, const std::string& device, DeviceProfile* out, std::string* err);
 
+// The clock of the second traced run (LowClockRun): the profiled clock nearest kLowClockShare of the
+// default. Far enough below it that most packs' predicted change is well above their noise, and
+// within the range that budgets of a few percent and the idle phases of pipelines reach.
+inline constexpr double kLowClockShare = 0.7;
+int LowClock(const DeviceProfile& profile);
+
 // Builds the execution graph and packs it (Δmax pack_ms) after replaying the measured run.
 bool GraphAndPacks(const Trace& trace, double pack_ms, Graph* g, BuildReport* report, Packing* packing,
                    std::string* err);
@@ -34,6 +40,7 @@ struct DefaultRun {
   std::vector<std::vector<std::pair<double, double>>> clock_samples;
   std::vector<double> power_w;  // per GPU: average power over a long run
   double span_ns = 0;           // the traced run's length from the graph's origin; 0: its last node's end
+  LowClockRun low;              // the packs at a lower locked clock, when measured (PackTimeEnergy)
 };
 
 // Per GPU, the power of the traced run's gaps at default clocks: the profile's idle power at each
@@ -65,6 +72,9 @@ struct TraceInputs {
   std::vector<double> power_w, clock_mhz;  // clock_mhz: empty, or one per GPU (0: never busy)
   std::string profile;                     // "": the one found for the trace's GPU (FindProfile)
   double pack_ms = 5;                      // the packing's Δmax, as the pack metrics were profiled
+  // Optional: the same iterations traced with every GPU locked at low_mhz (LowClockRun).
+  std::vector<std::string> low_traces;
+  int low_mhz = 0;
 };
 
 // Everything from those inputs to the prediction pass.

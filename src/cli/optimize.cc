@@ -103,7 +103,9 @@ int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = n
   };
   TracePipeline tp;
   std::string err;
-  if (!BuildTracePipeline({opt.traces, opt.packs, opt.power_w, opt.clock_mhz, opt.profile, opt.pack_ms}, &tp, &err))
+  if (!BuildTracePipeline(
+          {opt.traces, opt.packs, opt.power_w, opt.clock_mhz, opt.profile, opt.pack_ms, opt.low_traces, opt.low_mhz},
+          &tp, &err))
     return fail(err);
   if (!tp.note.empty()) fmt::print(stderr, "emo optimize: note: {}\n", tp.note);
   const SearchOptions so = SearchOptionsOf(opt, tp.g, tp.predictor.gpus());
@@ -118,7 +120,8 @@ int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = n
                               {"device", tp.profile.device},
                               {"gpus", tp.predictor.gpus()},
                               {"budget", opt.budget},
-                              {"energy_scale", tp.predictor.energy_scale()}};
+                              {"energy_scale", tp.predictor.energy_scale()},
+                              {"low_clock_mhz", opt.low_mhz}};
   if (!HandOver(opt, tp.predictor, sr, &policy, &j["predicted"], &err)) return fail(err);
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
   if (result) {
@@ -273,6 +276,16 @@ int RunOptimize(const OptimizeOptions& opt) {
                "emo optimize: give one of --workload (simulated), --trace (a real job's) or -- CMD (a job to run)\n");
     return 1;
   }
+  if (!opt.low_traces.empty() && opt.traces.empty()) {
+    fmt::print(stderr, "emo optimize: --low-trace goes with --trace\n");
+    return 1;
+  }
+  if (!opt.command.empty() && opt.low_mhz != 0) {
+    fmt::print(stderr,
+               "emo optimize: --low-clock is not built into -- CMD yet: trace the job with its GPUs locked "
+               "(nvidia-smi -lgc F,F; emo trace; nvidia-smi -rgc) and give --trace, --low-trace and --low-clock\n");
+    return 1;
+  }
   if (!opt.traces.empty()) return OptimizeTrace(opt);
   if (!opt.command.empty()) return OptimizeCommand(opt);
   std::string err;
@@ -288,6 +301,7 @@ int RunOptimize(const OptimizeOptions& opt) {
   po.pack_ms = opt.pack_ms;
   po.trace_iterations = opt.trace_iterations;
   po.seed = opt.seed;
+  po.low_mhz = opt.low_mhz;
   if (!BuildPipeline(opt.workload, opt.device, po, &pl, &err)) return fail(err);
   const sim::Program& program = pl.program;
   const Graph& g = pl.g;
@@ -314,6 +328,7 @@ int RunOptimize(const OptimizeOptions& opt) {
   fmt::print("{} on {} x {}, budget {:.1f} %\n", program.name, predictor.gpus(), program.device, opt.budget * 100);
   fmt::print("  traced {} iterations: {} nodes, {} kernels in {} packs ({} unique, {} profiled ranges)\n",
              opt.trace_iterations, g.nodes(), pp.kernels_in_run, packing.packs(), pp.packs.size(), pp.cost.ranges);
+  if (pl.low_mhz > 0) fmt::print("  traced again at {} MHz: each pack's change with the clock measured\n", pl.low_mhz);
   fmt::print(
       "  search: {} policy group(s), {} change points, landings taken {:.1f} ms early/late, {} predictions, "
       "{:.2f} s\n",
@@ -331,6 +346,7 @@ int RunOptimize(const OptimizeOptions& opt) {
   j["unique_packs"] = pp.packs.size();
   j["profiled_ranges"] = pp.cost.ranges;
   j["energy_scale"] = predictor.energy_scale();
+  j["low_clock_mhz"] = pl.low_mhz;
   j["default_power_w"] = pl.default_power_w;
   j["mean_clock_mhz"] = pl.mean_clock_mhz;
   j["checks"] = cs.checks;

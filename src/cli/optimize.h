@@ -18,7 +18,11 @@ struct OptimizeOptions {
   std::vector<std::string> traces;
   std::string packs;
   std::vector<double> power_w;
-  std::vector<double> clock_mhz;       // per GPU, the SM clock it ran at (below the default under a power limit)
+  std::vector<double> clock_mhz;  // per GPU, the SM clock it ran at (below the default under a power limit)
+  // A second traced run with every GPU locked at low_mhz (LowClockRun): with --trace, its traces;
+  // simulated, run by EMO. low_mhz -1: LowClock (simulated only); 0: none.
+  std::vector<std::string> low_traces;
+  int low_mhz = 0;
   std::string save_trace, save_packs;  // the simulated path's trace and pack metrics, for --trace
   std::string device;                  // simulated device name; "": the workload's
   std::string profile;                 // device profile JSON; "": the shipped one for the device (profiles/)

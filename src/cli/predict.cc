@@ -60,7 +60,9 @@ int RunPredict(const PredictOptions& opt) {
   if (!LoadPolicy(opt.policy, &policy, &err)) return fail(err);
   if (!opt.traces.empty()) {
     TracePipeline tp;
-    if (!BuildTracePipeline({opt.traces, opt.packs, opt.power_w, opt.clock_mhz, opt.profile, opt.pack_ms}, &tp, &err))
+    if (!BuildTracePipeline(
+            {opt.traces, opt.packs, opt.power_w, opt.clock_mhz, opt.profile, opt.pack_ms, opt.low_traces, opt.low_mhz},
+            &tp, &err))
       return fail(err);
     if (!tp.note.empty()) fmt::print(stderr, "emo predict: note: {}\n", tp.note);
     return Report(opt, tp.predictor, policy, tp.profile.clocks_mhz, tp.files[0], tp.profile.device);
@@ -68,6 +70,9 @@ int RunPredict(const PredictOptions& opt) {
   Pipeline pl;
   PipelineOptions po;
   po.profile = opt.profile;
+  po.low_mhz = opt.low_mhz;
+  if (!opt.low_traces.empty())
+    return fail("--low-trace goes with traces; a workload's run at --low-clock is simulated");
   if (!BuildPipeline(opt.workload, opt.device, po, &pl, &err)) return fail(err);
   return Report(opt, pl.predictor, policy, pl.profile.clocks_mhz, pl.program.name, pl.program.device);
 }

@@ -15,6 +15,8 @@ struct PredictOptions {
   std::vector<std::string> traces;
   std::string packs;
   std::vector<double> power_w, clock_mhz;
+  std::vector<std::string> low_traces;  // as emo optimize's
+  int low_mhz = 0;
   double pack_ms = 5;
   double dvfs_latency_ms = 10;
   bool json = false;

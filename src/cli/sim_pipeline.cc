@@ -89,6 +89,22 @@ bool BuildPipeline(const std::string& workload, const std::string& device, const
     return false;
   for (double e : power.gpu_energy_j) run.power_w.push_back(e / power.window_s);
   out->default_power_w = run.power_w;
+
+  // 5. The same iterations traced with every GPU locked at the low clock.
+  const int low_mhz = opt.low_mhz < 0 ? LowClock(profile) : opt.low_mhz;
+  if (low_mhz > 0) {
+    sim::EngineOptions lo = eo;
+    lo.seed = opt.seed + 2;
+    sim::Engine low(program, lo);
+    sim::SimGpuControl low_gpus(&low);
+    for (int gpu = 0; gpu < low_gpus.Count(); ++gpu)
+      if (!low_gpus.SetLockedClock(gpu, low_mhz, err)) return false;
+    if (!low.Run(err) || !PackBusyInOtherRun(trace, g, packing, low.trace(), &run.low.busy_ns, err)) {
+      *err = workload + " at " + std::to_string(low_mhz) + " MHz: " + *err;
+      return false;
+    }
+    run.low.mhz = out->low_mhz = low_mhz;
+  }
   return BuildPredictor(trace, g, packing, out->pp, profile, run, &out->predictor, &out->tables, err);
 }
 

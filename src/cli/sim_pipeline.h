@@ -33,6 +33,11 @@ struct PipelineOptions {
   double pack_ms = 5;        // packing's Δmax
   int trace_iterations = 4;  // iterations traced at default clocks (>= 3)
   uint64_t seed = 1;         // of the traced run (the profiling run uses another)
+  // A second traced run with every GPU locked at this clock measures how much of each pack's time
+  // follows the clock (LowClockRun); -1: LowClock(profile), 0: none (the default: on the simulated
+  // bench it made the model's time far closer and its energy a little further, and EMO's measured
+  // rows moved either way; README).
+  int low_mhz = 0;
 };
 
 // Everything the pipeline built; holds the graph the predictor points into, so it stays put.
@@ -42,6 +47,7 @@ struct Pipeline {
   std::unique_ptr<sim::Engine> engine;  // the traced run; its trace()
   std::vector<double> default_power_w;  // per GPU, from a long run at default clocks
   std::vector<double> mean_clock_mhz;   // per GPU, the mean SM-clock sample of the traced run
+  int low_mhz = 0;                      // the clock of the second traced run (PipelineOptions), 0: none
   Graph g;
   BuildReport report;
   Packing packing;

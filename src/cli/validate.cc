@@ -3,6 +3,7 @@
 //
 // The JSON report (MAPEs in percent, errors as fractions: predicted / measured − 1):
 //   workload, device, gpus, kernels, packs, unique_packs, profiled_ranges
+//   low_clock_mhz  the clock of the second traced run (--low-clock), 0: none
 //   energy_scale   per GPU, the predictor's factor on pack energies fitted to the traced energy
 //   profiling      {ranges, passes, kernels_profiled, overhead_s, kernels_in_run, reduction,
 //                   profiled_s, instances_reduction}: the pack profiling's cost as the MetricSource
@@ -114,6 +115,7 @@ bool Validate(const ValidateOptions& opt, nlohmann::ordered_json* out, std::stri
   po.pack_ms = opt.pack_ms;
   po.trace_iterations = opt.trace_iterations;
   po.seed = opt.seed;
+  po.low_mhz = opt.low_mhz;
   if (!BuildPipeline(opt.workload, opt.device, po, &pl, err)) return false;
   const DeviceProfile& profile = pl.profile;
   Predictor& predictor = pl.predictor;
@@ -233,6 +235,7 @@ bool Validate(const ValidateOptions& opt, nlohmann::ordered_json* out, std::stri
   j["unique_packs"] = pp.packs.size();
   j["profiled_ranges"] = pp.cost.ranges;
   j["energy_scale"] = predictor.energy_scale();
+  j["low_clock_mhz"] = pl.low_mhz;
   j["profiling"] = {
       {"ranges", pp.cost.ranges},
       {"passes", pp.cost.passes},
@@ -286,6 +289,9 @@ int RunValidate(const ValidateOptions& opt) {
              pr["ranges"].get<int64_t>(), pr["passes"].get<int64_t>(), pr["kernels_profiled"].get<int64_t>(),
              pr["profiled_s"].get<double>(), pr["overhead_s"].get<double>(), pr["kernels_in_run"].get<int64_t>(),
              pr["reduction"].get<double>(), pr["instances_reduction"].get<double>());
+  if (j["low_clock_mhz"].get<int>() > 0)
+    fmt::print(txt, "  traced again at {} MHz: each pack's change with the clock measured (--low-clock)\n",
+               j["low_clock_mhz"].get<int>());
   const auto& d = j["default"];
   fmt::print(txt,
              "  default clocks: predicted {:.3f} ms, {:.2f} J per iteration; measured {:.3f} ms, {:.2f} J "

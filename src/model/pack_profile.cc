@@ -3,7 +3,9 @@
 #include "model/pack_profile.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <cmath>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -23,18 +25,35 @@ std::vector<std::vector<uint32_t>> ComputeKernelsInLaunchOrder(const Trace& trac
   return order;
 }
 
-bool ProfilePacks(const Trace& trace, const Graph& g, const Packing& packing, MetricSource& source, PackProfile* out,
-                  std::string* err) {
-  *out = PackProfile();
-  // Launch ordinal of every compute kernel, per rank.
+namespace {
+
+// Per rank, the launch ordinal of each op (-1 for ops that are not compute kernels).
+std::vector<std::vector<int64_t>> LaunchOrdinals(const Trace& trace) {
   std::vector<std::vector<int64_t>> ordinal(trace.ranks.size());
   const std::vector<std::vector<uint32_t>> order = ComputeKernelsInLaunchOrder(trace);
   for (size_t r = 0; r < trace.ranks.size(); ++r) {
     ordinal[r].assign(trace.ranks[r].ops.size(), -1);
     for (size_t i = 0; i < order[r].size(); ++i)
       ordinal[r][order[r][i]] = trace.ranks[r].kernels_before + static_cast<int64_t>(i);
-    out->kernels_in_run += static_cast<int64_t>(order[r].size());
   }
+  return ordinal;
+}
+
+// The launch ordinal of kernel node v, or -1.
+int64_t NodeOrdinal(const std::vector<std::vector<int64_t>>& ordinal, const Graph& g, uint32_t v) {
+  const size_t r = static_cast<size_t>(g.rank[v]);
+  const int32_t src = g.source[v];
+  return r < ordinal.size() && src >= 0 && static_cast<size_t>(src) < ordinal[r].size() ? ordinal[r][src] : -1;
+}
+
+}  // namespace
+
+bool ProfilePacks(const Trace& trace, const Graph& g, const Packing& packing, MetricSource& source, PackProfile* out,
+                  std::string* err) {
+  *out = PackProfile();
+  const std::vector<std::vector<int64_t>> ordinal = LaunchOrdinals(trace);
+  for (const auto& r : ordinal)
+    out->kernels_in_run += std::count_if(r.begin(), r.end(), [](int64_t o) { return o >= 0; });
 
   std::vector<KernelRange> ranges;
   std::vector<uint32_t> range_pack;  // index into out->packs of each range
@@ -45,10 +64,7 @@ bool ProfilePacks(const Trace& trace, const Graph& g, const Packing& packing, Me
     std::vector<int64_t> ords;
     for (uint32_t m = packing.member_begin[p]; m < packing.member_begin[p + 1]; ++m) {
       const uint32_t v = packing.members[m];
-      const size_t r = static_cast<size_t>(g.rank[v]);
-      const int32_t src = g.source[v];
-      const int64_t o =
-          r < ordinal.size() && src >= 0 && static_cast<size_t>(src) < ordinal[r].size() ? ordinal[r][src] : -1;
+      const int64_t o = NodeOrdinal(ordinal, g, v);
       if (o < 0) {
         *err = "pack " + std::to_string(p) + ": kernel node " + std::to_string(v) + " has no launch ordinal";
         return false;
@@ -203,11 +219,48 @@ std::vector<double> PackClocks(const Packing& packing,
   return mhz;
 }
 
+bool PackBusyInOtherRun(const Trace& trace, const Graph& g, const Packing& packing, const Trace& other,
+                        std::vector<double>* busy_ns, std::string* err) {
+  if (other.ranks.size() != trace.ranks.size()) {
+    *err = "the run at the low clock has " + std::to_string(other.ranks.size()) + " ranks, the traced run " +
+           std::to_string(trace.ranks.size());
+    return false;
+  }
+  const std::vector<std::vector<int64_t>> ordinal = LaunchOrdinals(trace);
+  const std::vector<std::vector<uint32_t>> other_order = ComputeKernelsInLaunchOrder(other);
+  busy_ns->assign(packing.packs(), 0);
+  for (size_t p = 0; p < packing.packs(); ++p)
+    for (uint32_t m = packing.member_begin[p]; m < packing.member_begin[p + 1]; ++m) {
+      const uint32_t v = packing.members[m];
+      const size_t r = static_cast<size_t>(g.rank[v]);
+      const int64_t j = NodeOrdinal(ordinal, g, v) - other.ranks[r].kernels_before;
+      const std::string& name = trace.names.Get(g.name[v]);
+      if (j < 0 || j >= static_cast<int64_t>(other_order[r].size())) {
+        *err = "rank " + std::to_string(r) + ": the run at the low clock lacks kernel " + name + " (launch ordinal " +
+               std::to_string(j + other.ranks[r].kernels_before) + ")";
+        return false;
+      }
+      const GpuOp& op = other.ranks[r].ops[other_order[r][static_cast<size_t>(j)]];
+      if (other.names.Get(op.name) != name) {
+        *err = "rank " + std::to_string(r) + ": launch ordinal " + std::to_string(j + other.ranks[r].kernels_before) +
+               " is " + name + " in the traced run but " + other.names.Get(op.name) + " in the run at the low clock";
+        return false;
+      }
+      (*busy_ns)[p] += static_cast<double>(op.end_ns - op.start_ns);
+    }
+  return true;
+}
+
 bool PackTimeEnergy(PackModel& model, const Packing& packing, const PackProfile& profile,
                     const std::vector<double>& pack_mhz, std::vector<double>* time_s, std::vector<double>* energy_j,
-                    PackTables* tables, std::string* err) {
+                    PackTables* tables, std::string* err, const LowClockRun& low) {
   if (pack_mhz.size() != packing.packs()) {
     *err = "a clock for " + std::to_string(pack_mhz.size()) + " packs, there are " + std::to_string(packing.packs());
+    return false;
+  }
+  if (low.mhz > 0 && low.busy_ns.size() != packing.packs()) {
+    *err = "busy times at the low clock for " + std::to_string(low.busy_ns.size()) + " packs, there are " +
+           std::to_string(packing.packs());
     return false;
   }
   std::vector<PackObservation> obs;
@@ -240,6 +293,29 @@ bool PackTimeEnergy(PackModel& model, const Packing& packing, const PackProfile&
     const double f0 = own.mhz > 0 ? own.mhz : model.default_mhz();
     for (size_t c = 0; c < nc; ++c)
       if (clocks[c] > f0 + 0.5) t[c] = own.time_s, e[c] = fit.energy_f0;
+  }
+  if (!(low.mhz > 0)) return true;
+  // Per unique pack: measured change at the low clock, predicted change, time at f0; then β.
+  std::unordered_map<uint32_t, std::array<double, 3>> sums;
+  for (size_t p = 0; p < packing.packs(); ++p) {
+    const double t0 = std::max(packing.busy_ns[p], 1.0) * 1e-9;
+    std::array<double, 3>& s = sums[packing.unique[p]];
+    s[0] += low.busy_ns[p] * 1e-9 - t0;
+    s[1] += AtClock(clocks, &(*time_s)[p * nc], low.mhz) - t0;
+    s[2] += t0;
+  }
+  for (size_t p = 0; p < packing.packs(); ++p) {
+    const std::array<double, 3>& s = sums[packing.unique[p]];
+    if (!(std::abs(s[1]) >= 0.01 * s[2])) continue;
+    const double b = std::clamp(s[0] / s[1], 0.0, 2.0), t0 = std::max(packing.busy_ns[p], 1.0) * 1e-9;
+    double* t = &(*time_s)[p * nc];
+    double* e = &(*energy_j)[p * nc];
+    const double t_low = AtClock(clocks, t, low.mhz);
+    for (size_t c = 0; c < nc; ++c) {
+      const double corrected = clocks[c] >= low.mhz ? t0 + b * (t[c] - t0) : t0 + b * (t_low - t0) + (t[c] - t_low);
+      e[c] -= model.idle_power_w()[c] * (t[c] - corrected);
+      t[c] = corrected;
+    }
   }
   return true;
 }

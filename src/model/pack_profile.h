@@ -66,6 +66,20 @@ bool ProfilePacks(const Trace& trace, const Graph& g, const Packing& packing, Me
 std::vector<double> PackClocks(const Packing& packing,
                                const std::vector<std::vector<std::pair<double, double>>>& samples, double fallback_mhz);
 
+// The same packs in a second traced run of the job with every GPU locked at `mhz`: each pack's busy
+// time there (the sum of its kernels' durations), so that the model's sensitivity to the clock is
+// checked against a measurement as well as anchored at the default (PackTimeEnergy).
+struct LowClockRun {
+  double mhz = 0;               // 0: no such run
+  std::vector<double> busy_ns;  // per pack of the first run's packing
+};
+
+// The packs' busy times in `other`, a trace of the same program over the same iterations: each
+// kernel is found by its launch ordinal on its rank. False with *err naming the first kernel that
+// `other` lacks or names differently.
+bool PackBusyInOtherRun(const Trace& trace, const Graph& g, const Packing& packing, const Trace& other,
+                        std::vector<double>* busy_ns, std::string* err);
+
 // Time (s) and energy (J) of every pack at every clock of the model, [pack * clocks + clock].
 // Profiled packs are predicted by the model from their metrics, anchored to their measured busy
 // time at the clock they ran at (pack_mhz); every other pack takes the mix of the profiled pack
@@ -74,8 +88,17 @@ std::vector<double> PackClocks(const Packing& packing,
 // the pack ran below the requested default because the power limit held it there, and it would
 // again. `tables` receives the model's output for the profiled packs (for
 // reports: residuals, mixes).
+//
+// With a run at a lower clock (low.mhz > 0), the share of each pack's predicted change that shows
+// is measured: a kernel overlaps its pipes and its memory traffic, which the mix adds, so the mix
+// over-states how much of a pack's time follows the clock. For each unique pack, over its
+// occurrences, β = Σ (t_low − t0) / Σ (t̂_low − t0) (measured against predicted change at the
+// low clock), held to [0, 2]; each occurrence's time at every clock becomes t0 + β (t̂(f) − t0),
+// and its energy loses the idle power at that clock over the time taken off (the pack does the
+// same work in less time: only its static draw changes). A pack whose predicted change is under
+// 1 % of its time keeps the model's.
 bool PackTimeEnergy(PackModel& model, const Packing& packing, const PackProfile& profile,
                     const std::vector<double>& pack_mhz, std::vector<double>* time_s, std::vector<double>* energy_j,
-                    PackTables* tables, std::string* err);
+                    PackTables* tables, std::string* err, const LowClockRun& low = {});
 
 }  // namespace emo

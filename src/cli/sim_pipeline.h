@@ -35,8 +35,8 @@ struct PipelineOptions {
   uint64_t seed = 1;         // of the traced run (the profiling run uses another)
   // A second traced run with every GPU locked at this clock measures how much of each pack's time
   // follows the clock (LowClockRun); -1: LowClock(profile), 0: none (the default: on the simulated
-  // bench it made the model's time far closer and its energy a little further, and EMO's measured
-  // rows moved either way; README).
+  // bench it made the model's time closer, much on TP-8, and its energy a little further, and EMO's
+  // measured rows moved either way; README).
   int low_mhz = 0;
 };
 

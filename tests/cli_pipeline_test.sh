@@ -114,8 +114,24 @@ import json, sys
 a, b = json.load(open('$tmp/ot-trace.json')), json.load(open('$tmp/ot-low.json'))
 same = abs(a['predicted']['default_iteration_ms'] / b['predicted']['default_iteration_ms'] - 1) < 1e-9
 sys.exit(0 if same and b['low_clock_mhz'] == 990 and b['predicted']['slowdown'] <= 0.05 else 1)"
+  # A job that measured the same time and power locked at 990 MHz as at default clocks: the model,
+  # told so, predicts that locking 990 MHz changes neither.
+  printf '{"gpus": [{"gpu": 0, "changes": [{"t_ms": 0, "mhz": 990}]}, {"gpu": 1, "changes": [{"t_ms": 0, "mhz": 990}]}]}' \
+    >"$tmp/at990.json"
+  "$emo" predict "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --clock-mhz "$ot_clock" \
+    --profile "$workloads/../profiles/sim-a100.json" --policy "$tmp/at990.json" --json >"$tmp/at990-model.json" 2>/dev/null
+  "$emo" predict "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --clock-mhz "$ot_clock" \
+    --profile "$workloads/../profiles/sim-a100.json" --policy "$tmp/at990.json" --low-trace "$tmp/ot" --low-clock 990 \
+    --low-power-w "$ot_power" --json >"$tmp/at990-low.json" 2>"$tmp/err"
+  check "a run at 990 MHz measured as the default's makes 990 MHz predict no change" python3 -c "
+import json, sys
+a, b = json.load(open('$tmp/at990-model.json')), json.load(open('$tmp/at990-low.json'))
+print(f\"model alone {a['slowdown']:+.2%} {a['energy_saving']:.2%}; told {b['slowdown']:+.2%} {b['energy_saving']:.2%}\")
+sys.exit(0 if a['slowdown'] > 0.05 and a['energy_saving'] > 0.05 and abs(b['slowdown']) < 0.002 and abs(b['energy_saving']) < 0.002 else 1)"
+  "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --low-power-w 1,2 >/dev/null 2>"$tmp/err"
+  check "--low-power-w without --low-trace is refused" bash -c "test $? -eq 1 && grep -q 'goes with --low-trace' '$tmp/err'"
   "$emo" optimize --workload "$workloads/tp2-gpt3-6.7b-a100.json" --low-clock fast >/dev/null 2>"$tmp/err"
-  check "--low-clock takes MHz or auto" bash -c "test $? -ne 0 && grep -q 'not a clock in MHz or auto' '$tmp/err'"
+  check "--low-clock takes MHz, auto or none" bash -c "test $? -ne 0 && grep -q 'not a clock in MHz, auto or none' '$tmp/err'"
 fi
 
 # emo optimize -- CMD: the hardware steps as one command, on the fake NVML (whose energy counter

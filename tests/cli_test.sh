@@ -132,10 +132,12 @@ for k in ('ranges', 'passes', 'kernels_profiled', 'overhead_s', 'reduction'): as
 for s in ('static', 'random'):
   for k in ('time_mape', 'energy_mape', 'abs_time_mape', 'abs_energy_mape'): assert math.isfinite(d[s][k]), (s, k)
 assert len(d['random']['policies']) == 2 and len(d['static']['clocks']) >= 3"
+  check "validate traces again at 70 % of the 3080 Ti's 2100 MHz" bash -c \
+    "grep -q 'traced again at 1470 MHz' '$tmp/val.txt' && grep -q '\"low_clock_mhz\": 1470' '$tmp/val.json'"
   "$emo" validate --workload "$workloads/tp2-llama2-0.5b-3080ti.json" --clocks 3 --random 0 --seeds 1 \
-    --iterations 3 --low-clock auto --json "$tmp/val-low.json" >"$tmp/val-low.txt" 2>&1
-  check "validate --low-clock auto traces again at 70 % of the 3080 Ti's 2100 MHz" bash -c \
-    "grep -q 'traced again at 1470 MHz' '$tmp/val-low.txt' && grep -q '\"low_clock_mhz\": 1470' '$tmp/val-low.json'"
+    --iterations 3 --low-clock none --json "$tmp/val-none.json" >"$tmp/val-none.txt" 2>&1
+  check "validate --low-clock none does not" bash -c \
+    "! grep -q 'traced again' '$tmp/val-none.txt' && grep -q '\"low_clock_mhz\": 0' '$tmp/val-none.json'"
   "$emo" validate --workload "$workloads/tp2-llama2-0.5b-3080ti.json" --seeds 0 >/dev/null 2>"$tmp/err"
   check "validate --seeds 0 exits non-zero" test $? -ne 0
 fi

@@ -14,7 +14,7 @@ struct BenchOptions {
   std::vector<std::string> methods;    // emo, static, zeus, geepafs, gpoeo, perseus; empty: all
   std::vector<double> budgets;         // empty: 0.02 and 0.05, and 0 for pipelines and offload
   int seeds = 3;
-  int low_mhz = 0;       // EMO's pipeline with a second traced run at this clock (LowClockRun); -1: LowClock
+  int low_mhz = -1;      // EMO's pipeline's second traced run (PipelineOptions::low_mhz)
   std::string json, md;  // outputs ("" none)
   bool progress = false;
 };

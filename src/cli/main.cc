@@ -20,15 +20,15 @@
 
 namespace {
 
-// --low-clock MHZ|auto: a second traced run at a lower locked clock (cli/model_pipeline.h's
-// LowClockRun); auto (-1) takes LowClock of the device profile.
+// --low-clock MHZ|auto|none: a second traced run at a lower locked clock (cli/model_pipeline.h's
+// LowClockRun); auto (-1) takes LowClock of the device profile, none (0) runs none.
 CLI::Option* AddLowClock(CLI::App* app, int* mhz, const std::string& what) {
   return app
       ->add_option_function<std::string>(
           "--low-clock",
           [mhz](const std::string& v) {
-            if (v == "auto") {
-              *mhz = -1;
+            if (v == "auto" || v == "none") {
+              *mhz = v == "auto" ? -1 : 0;
               return;
             }
             size_t used = 0;
@@ -39,11 +39,11 @@ CLI::Option* AddLowClock(CLI::App* app, int* mhz, const std::string& what) {
               used = 0;
             }
             if (used != v.size() || value <= 0)
-              throw CLI::ValidationError("--low-clock", "'" + v + "' is not a clock in MHz or auto");
+              throw CLI::ValidationError("--low-clock", "'" + v + "' is not a clock in MHz, auto or none");
             *mhz = value;
           },
           what)
-      ->type_name("MHZ|auto");
+      ->type_name("MHZ|auto|none");
 }
 
 }  // namespace
@@ -262,11 +262,15 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   o->add_option("--pack-ms", opt.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
   AddLowClock(o, &opt.low_mhz,
-              "simulated: trace the job a second time with every GPU locked at this clock (auto: 70 % of the "
-              "default), so that the model learns how much of each pack's time follows the clock (README); with "
-              "--trace: the clock of --low-trace's run");
+              "simulated: trace the job a second time, and measure its power, with every GPU locked at this "
+              "clock, so that the model learns how each pack's time and energy follow the clock (default auto: "
+              "70 % of the default clock; none: the model alone; README); with --trace: the clock of "
+              "--low-trace's run");
   o->add_option("--low-trace", opt.low_traces,
                 "with --trace: the same iterations traced with every GPU locked at --low-clock (repeatable)");
+  o->add_option("--low-power-w", opt.low_power_w,
+                "with --low-trace: each GPU's average power with the job locked at --low-clock, W (emo run --measure)")
+      ->delimiter(',');
   o->add_option("--json", opt.json, "write the results as JSON to a file ('-': stdout)");
 
   emo::ValidateOptions val;
@@ -295,8 +299,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   v->add_option("--pack-ms", val.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
   AddLowClock(v, &val.low_mhz,
-              "trace the job a second time with every GPU locked at this clock (auto: 70 % of the default), so "
-              "that the model learns how much of each pack's time follows the clock");
+              "trace the job a second time, and measure its power, with every GPU locked at this clock (default "
+              "auto: 70 % of the default clock; none: the model alone)");
   v->add_option("--json", val.json, "write the results as JSON to a file ('-': stdout, the text going to stderr)");
 
   emo::GpoeoTrainOptions gtrain;
@@ -339,7 +343,7 @@ int main(int argc, char** argv) {
   b->add_option("--methods", bench.methods,
                 "emo, static, zeus, geepafs, gpoeo, perseus (pipelines only) (default: all)");
   b->add_option("--budgets", bench.budgets, "slowdown budgets (default 0.02 0.05; 0 for pipelines and offload)");
-  AddLowClock(b, &bench.low_mhz, "EMO's pipeline traces each job a second time at this clock (as emo optimize)");
+  AddLowClock(b, &bench.low_mhz, "EMO's second traced run of each job, as emo optimize's (default auto)");
   b->add_option("--seeds", bench.seeds, "measurement seeds")->check(CLI::PositiveNumber);
   b->add_option("--json", bench.json, "write the rows as JSON");
   b->add_option("--md", bench.md, "write the table as markdown");
@@ -359,10 +363,12 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   pr->add_option("--pack-ms", pred.pack_ms, "with traces: longest pack, ms (as profiled)")->check(CLI::PositiveNumber);
   AddLowClock(pr, &pred.low_mhz,
-              "with traces: the clock of --low-trace's run; with --workload: trace it a second time at this clock "
-              "(auto: 70 % of the default)");
+              "with traces: the clock of --low-trace's run; with --workload: as emo optimize's (default auto)");
   pr->add_option("--low-trace", pred.low_traces,
                  "with traces: the same iterations traced with every GPU locked at --low-clock (repeatable)");
+  pr->add_option("--low-power-w", pred.low_power_w,
+                 "with --low-trace: each GPU's average power with the job locked at --low-clock, W")
+      ->delimiter(',');
   pr->add_option("--policy", pred.policy, "frequency policy JSON (as emo optimize writes)")->required();
   pr->add_option("--device", pred.device, "simulated device (default: the workload's)");
   pr->add_option("--profile", pred.profile, "device profile JSON (default: the shipped one)");

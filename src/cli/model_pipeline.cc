@@ -117,6 +117,45 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
   // The predictor counts from the first iteration's start where it precedes the graph's origin.
   if (!in.iteration_start_ns.empty()) span_ns -= std::min(0.0, in.iteration_start_ns.front());
   for (double w : run.power_w) in.measured_energy_j.push_back(w * span_ns * 1e-9);
+  if (run.low.mhz <= 0 || run.low_power_w.empty()) return predictor->Init(std::move(in), err);
+  if (run.low_power_w.size() != run.power_w.size()) {
+    *err = "power at the low clock for " + std::to_string(run.low_power_w.size()) + " GPUs, at default clocks for " +
+           std::to_string(run.power_w.size());
+    return false;
+  }
+  // The energy at the low clock (see the header).
+  const int low = profile.ClockIndex(static_cast<int>(run.low.mhz));
+  if (low < 0) {
+    *err = "the low clock " + std::to_string(run.low.mhz) + " MHz is not one of the profile's";
+    return false;
+  }
+  PredictorInput copy = in;
+  if (!predictor->Init(std::move(copy), err)) return false;
+  Schedule s(run.power_w.size());
+  for (auto& landings : s) landings = {{0, low}};
+  Predictor::PassState state;
+  const Predictor::Result r = predictor->Run(s, &state);
+  const double low_span_s =
+      (r.end_ns - std::min(0.0, in.iteration_start_ns.empty() ? 0.0 : in.iteration_start_ns.front())) * 1e-9;
+  const int nc = static_cast<int>(profile.clocks_mhz.size());
+  const double f0 = profile.default_mhz, f1 = run.low.mhz;
+  for (size_t gpu = 0; gpu < run.power_w.size(); ++gpu) {
+    const double dynamic = predictor->energy_scale()[gpu] * state.dynamic_j[gpu];
+    if (!(dynamic > 0)) continue;
+    const double m1 = 1 + (run.low_power_w[gpu] * low_span_s - r.gpu_energy_j[gpu]) / dynamic;
+    for (size_t p = 0; p < packing.packs(); ++p) {
+      if (static_cast<size_t>(packing.rank[p]) != gpu) continue;
+      for (int c = 0; c < nc; ++c) {
+        const double f = profile.clocks_mhz[c];
+        if (f >= f0) continue;
+        const double m = std::clamp(1 + (m1 - 1) * (f0 - f) / (f0 - f1), 0.5, 2.0);
+        double& e = in.pack_energy_j[p * nc + c];
+        const double idle = in.pack_time_s[p * nc + c] * in.idle_power_w[c];
+        e = idle + m * (e - idle);
+      }
+    }
+  }
+  *predictor = Predictor();
   return predictor->Init(std::move(in), err);
 }
 
@@ -184,10 +223,19 @@ bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* 
       *err = "--clock-mhz: each GPU's clock must be positive (0 in busy_clock_mhz: never busy)";
       return false;
     }
-  if (in.low_traces.empty() != (in.low_mhz == 0) || in.low_mhz < 0) {
+  if (in.low_traces.empty() == (in.low_mhz > 0)) {
     *err = "--low-trace and --low-clock MHZ go together: the traces of a run with every GPU locked at that clock";
     return false;
   }
+  if (!in.low_power_w.empty() && (in.low_traces.empty() || in.low_power_w.size() != in.power_w.size())) {
+    *err = "--low-power-w goes with --low-trace, one value per GPU as --power-w";
+    return false;
+  }
+  for (double v : in.low_power_w)
+    if (!(v > 0)) {
+      *err = "--low-power-w: each GPU's average power must be positive";
+      return false;
+    }
   DefaultRun run;
   run.power_w = in.power_w;
   for (double mhz : in.clock_mhz) run.clock_samples.push_back({{0.0, mhz}});
@@ -205,6 +253,7 @@ bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* 
       return false;
     }
     run.low.mhz = in.low_mhz;
+    run.low_power_w = in.low_power_w;
   }
   if (!(in.profile.empty() ? FindProfile("", t.trace.ranks[0].gpu_name, &t.profile, err)
                            : LoadProfile(in.profile, &t.profile, err)) ||

@@ -38,9 +38,10 @@ struct DefaultRun {
   // Per GPU (graph rank): SM-clock samples (graph ns, MHz), ascending; none: every pack ran at the
   // profile's default clock.
   std::vector<std::vector<std::pair<double, double>>> clock_samples;
-  std::vector<double> power_w;  // per GPU: average power over a long run
-  double span_ns = 0;           // the traced run's length from the graph's origin; 0: its last node's end
-  LowClockRun low;              // the packs at a lower locked clock, when measured (PackTimeEnergy)
+  std::vector<double> power_w;      // per GPU: average power over a long run
+  double span_ns = 0;               // the traced run's length from the graph's origin; 0: its last node's end
+  LowClockRun low;                  // the packs at a lower locked clock, when measured (PackTimeEnergy)
+  std::vector<double> low_power_w;  // per GPU: average power over a long run locked at low.mhz; empty: none
 };
 
 // Per GPU, the power of the traced run's gaps at default clocks: the profile's idle power at each
@@ -54,6 +55,13 @@ std::vector<double> DefaultIdlePower(const Packing& packing,
 // pack model, anchored to its traced time at the clock it ran at, and one energy factor per GPU
 // fitted to run.power_w over the traced span. `tables` receives the model's output for the
 // profiled packs.
+//
+// With a run at a low clock (run.low): each pack's change with the clock is scaled to what that
+// run's trace showed (PackTimeEnergy); and with its power (run.low_power_w), the static schedule
+// at the low clock is predicted and, per GPU, its packs' dynamic energy (beyond the idle power)
+// takes the factor m1 that makes it draw the measured power over its predicted span; at clock f
+// the factor is 1 + (m1 − 1)(f0 − f)/(f0 − f1), f0 the default, held to [0.5, 2] (1 at f0, where
+// the per-GPU factor above was fitted).
 bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, const PackProfile& pp,
                     const DeviceProfile& profile, const DefaultRun& run, Predictor* predictor, PackTables* tables,
                     std::string* err);
@@ -72,9 +80,11 @@ struct TraceInputs {
   std::vector<double> power_w, clock_mhz;  // clock_mhz: empty, or one per GPU (0: never busy)
   std::string profile;                     // "": the one found for the trace's GPU (FindProfile)
   double pack_ms = 5;                      // the packing's Δmax, as the pack metrics were profiled
-  // Optional: the same iterations traced with every GPU locked at low_mhz (LowClockRun).
+  // Optional: the same iterations traced with every GPU locked at low_mhz (LowClockRun); without
+  // them low_mhz must not be a clock (> 0).
   std::vector<std::string> low_traces;
   int low_mhz = 0;
+  std::vector<double> low_power_w;  // per GPU, its average power locked at low_mhz (emo run --measure); empty: unknown
 };
 
 // Everything from those inputs to the prediction pass.

@@ -103,9 +103,9 @@ int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = n
   };
   TracePipeline tp;
   std::string err;
-  if (!BuildTracePipeline(
-          {opt.traces, opt.packs, opt.power_w, opt.clock_mhz, opt.profile, opt.pack_ms, opt.low_traces, opt.low_mhz},
-          &tp, &err))
+  if (!BuildTracePipeline({opt.traces, opt.packs, opt.power_w, opt.clock_mhz, opt.profile, opt.pack_ms, opt.low_traces,
+                           opt.low_mhz, opt.low_power_w},
+                          &tp, &err))
     return fail(err);
   if (!tp.note.empty()) fmt::print(stderr, "emo optimize: note: {}\n", tp.note);
   const SearchOptions so = SearchOptionsOf(opt, tp.g, tp.predictor.gpus());
@@ -121,7 +121,7 @@ int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = n
                               {"gpus", tp.predictor.gpus()},
                               {"budget", opt.budget},
                               {"energy_scale", tp.predictor.energy_scale()},
-                              {"low_clock_mhz", opt.low_mhz}};
+                              {"low_clock_mhz", std::max(opt.low_mhz, 0)}};
   if (!HandOver(opt, tp.predictor, sr, &policy, &j["predicted"], &err)) return fail(err);
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
   if (result) {
@@ -280,7 +280,7 @@ int RunOptimize(const OptimizeOptions& opt) {
     fmt::print(stderr, "emo optimize: --low-trace goes with --trace\n");
     return 1;
   }
-  if (!opt.command.empty() && opt.low_mhz != 0) {
+  if (!opt.command.empty() && opt.low_mhz > 0) {
     fmt::print(stderr,
                "emo optimize: --low-clock is not built into -- CMD yet: trace the job with its GPUs locked "
                "(nvidia-smi -lgc F,F; emo trace; nvidia-smi -rgc) and give --trace, --low-trace and --low-clock\n");

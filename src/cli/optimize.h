@@ -19,10 +19,11 @@ struct OptimizeOptions {
   std::string packs;
   std::vector<double> power_w;
   std::vector<double> clock_mhz;  // per GPU, the SM clock it ran at (below the default under a power limit)
-  // A second traced run with every GPU locked at low_mhz (LowClockRun): with --trace, its traces;
-  // simulated, run by EMO. low_mhz -1: LowClock (simulated only); 0: none.
+  // A second traced run with every GPU locked at low_mhz (LowClockRun): with --trace, its traces
+  // (low_mhz > 0 then); simulated, run by EMO (PipelineOptions::low_mhz: -1 LowClock, 0 none).
   std::vector<std::string> low_traces;
-  int low_mhz = 0;
+  int low_mhz = -1;
+  std::vector<double> low_power_w;     // with --low-trace: each GPU's average power at that clock
   std::string save_trace, save_packs;  // the simulated path's trace and pack metrics, for --trace
   std::string device;                  // simulated device name; "": the workload's
   std::string profile;                 // device profile JSON; "": the shipped one for the device (profiles/)

@@ -60,9 +60,9 @@ int RunPredict(const PredictOptions& opt) {
   if (!LoadPolicy(opt.policy, &policy, &err)) return fail(err);
   if (!opt.traces.empty()) {
     TracePipeline tp;
-    if (!BuildTracePipeline(
-            {opt.traces, opt.packs, opt.power_w, opt.clock_mhz, opt.profile, opt.pack_ms, opt.low_traces, opt.low_mhz},
-            &tp, &err))
+    if (!BuildTracePipeline({opt.traces, opt.packs, opt.power_w, opt.clock_mhz, opt.profile, opt.pack_ms,
+                             opt.low_traces, opt.low_mhz, opt.low_power_w},
+                            &tp, &err))
       return fail(err);
     if (!tp.note.empty()) fmt::print(stderr, "emo predict: note: {}\n", tp.note);
     return Report(opt, tp.predictor, policy, tp.profile.clocks_mhz, tp.files[0], tp.profile.device);

@@ -16,7 +16,8 @@ struct PredictOptions {
   std::string packs;
   std::vector<double> power_w, clock_mhz;
   std::vector<std::string> low_traces;  // as emo optimize's
-  int low_mhz = 0;
+  int low_mhz = -1;
+  std::vector<double> low_power_w;
   double pack_ms = 5;
   double dvfs_latency_ms = 10;
   bool json = false;

@@ -90,7 +90,7 @@ bool BuildPipeline(const std::string& workload, const std::string& device, const
   for (double e : power.gpu_energy_j) run.power_w.push_back(e / power.window_s);
   out->default_power_w = run.power_w;
 
-  // 5. The same iterations traced with every GPU locked at the low clock.
+  // 5. The same iterations traced with every GPU locked at the low clock, and its power.
   const int low_mhz = opt.low_mhz < 0 ? LowClock(profile) : opt.low_mhz;
   if (low_mhz > 0) {
     sim::EngineOptions lo = eo;
@@ -104,6 +104,13 @@ bool BuildPipeline(const std::string& workload, const std::string& device, const
       return false;
     }
     run.low.mhz = out->low_mhz = low_mhz;
+    // And its power over a run long enough for the energy counter, as at default clocks.
+    const FrequencyPolicy at_low = StaticPolicy(low_gpus.Count(), low_mhz);
+    Measurement lp;
+    if (!MeasureRun(program, opt.seed + 3, MeasureWindowIterations(iteration_ms / kLowClockShare, 2), 1, &at_low, "",
+                    &lp, err))
+      return false;
+    for (double e : lp.gpu_energy_j) run.low_power_w.push_back(e / lp.window_s);
   }
   return BuildPredictor(trace, g, packing, out->pp, profile, run, &out->predictor, &out->tables, err);
 }

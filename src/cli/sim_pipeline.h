@@ -33,11 +33,10 @@ struct PipelineOptions {
   double pack_ms = 5;        // packing's Δmax
   int trace_iterations = 4;  // iterations traced at default clocks (>= 3)
   uint64_t seed = 1;         // of the traced run (the profiling run uses another)
-  // A second traced run with every GPU locked at this clock measures how much of each pack's time
-  // follows the clock (LowClockRun); -1: LowClock(profile), 0: none (the default: on the simulated
-  // bench it made the model's time closer, much on TP-8, and its energy a little further, and EMO's
-  // measured rows moved either way; README).
-  int low_mhz = 0;
+  // A second traced run with every GPU locked at this clock, and its power over a long run, tell
+  // the model how much of each pack's time follows the clock and what the packs draw there
+  // (LowClockRun, BuildPredictor); -1: LowClock(profile); 0: none.
+  int low_mhz = -1;
 };
 
 // Everything the pipeline built; holds the graph the predictor points into, so it stays put.

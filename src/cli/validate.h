@@ -20,7 +20,7 @@ struct ValidateOptions {
   double dvfs_latency_ms = 10;  // command to effect: landings are commands + this
   double pack_ms = 5;           // packing's Δmax
   int trace_iterations = 4;     // iterations traced at default clocks
-  int low_mhz = 0;              // a second traced run at this clock (LowClockRun); -1: LowClock; 0: none
+  int low_mhz = -1;             // PipelineOptions::low_mhz: -1 LowClock, 0 none
   uint64_t seed = 1;            // of the traced run and the random policies; measurements use seed+1000+i
   int seeds = 3;                // measurement seeds
   int iterations = 0;           // per measured run (the first is warm-up); 0: 8 s of measurement, at least 6

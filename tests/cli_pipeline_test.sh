@@ -186,6 +186,10 @@ PY
   check "optimize -- CMD runs the job's steps and exits 0" test $rc -eq 0
   check "and leaves each step's files beside the policy" bash -c "cd '$tmp/job-policy.json.d' &&
     test -f default-run.json -a -f trace/emo-trace-rank1.json -a -f packs.json -a -f policy-run.json"
+  check "the run at the low clock, 990 MHz on the A100, traced under emo run --lock-mhz" bash -c "
+    test -f '$tmp/job-policy.json.d/trace-low/emo-trace-rank1.json' &&
+    grep -q '\"lock_mhz\": 990' '$tmp/job-policy.json.d/low-run.json' && grep -q 'lock 1 990' '$tmp/nvml.log' &&
+    grep -q '\"low_clock_mhz\": 990' '$tmp/job.json'"
   check "its JSON holds the prediction and the run under the policy" python3 -c "
 import json, sys
 j = json.load(open('$tmp/job.json'))
@@ -197,6 +201,8 @@ sys.exit(0 if j['default_run']['per_iteration'] and p['slowdown'] <= 0.05 and 'e
     -o "$tmp/job2-policy.json" -- python3 "$tmp/job.py" "$tmp/ot" 3 >/dev/null 2>"$tmp/err"; rc=$?
   check "a job that fails at default clocks stops it, naming the step" bash -c \
     "test $rc -eq 1 && grep -q 'the default run ended with status 3' '$tmp/err'"
+  EMO_NVML_LIBRARY="$fake_nvml" "$emo" run --lock-mhz 990 --policy "$tmp/job-policy.json" -- true >/dev/null 2>"$tmp/err"
+  check "run --lock-mhz with a policy is refused" bash -c "test $? -eq 1 && grep -q 'holds one clock' '$tmp/err'"
 
   # emo run --adapt: EMO's online loop on the fake NVML. The stand-in job is two processes (ranks 0
   # and 1) traced on demand: each registers in $EMO_TRACE_CONTROL and answers every request with its

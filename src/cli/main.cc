@@ -119,6 +119,8 @@ int main(int argc, char** argv) {
                     " (zeus-power-limit needs iteration starts: the command sends a datagram to the Unix socket "
                     "$EMO_STEP_SOCKET as each begins)");
   r->add_option("--policy", run.policy, "frequency policy JSON, played at every iteration start ($EMO_STEP_SOCKET)");
+  r->add_option("--lock-mhz", run.lock_mhz, "lock every job GPU at this SM clock for the whole run, then restore it")
+      ->check(CLI::PositiveNumber);
   r->add_option("--gpus", run.gpus,
                 "the job's GPUs: indices as `emo gpus` lists them or UUIDs (GPU-...), comma-separated; EMO sets "
                 "CUDA_VISIBLE_DEVICES for the job to them (default: the GPUs $CUDA_VISIBLE_DEVICES names, else all). "
@@ -264,8 +266,8 @@ int main(int argc, char** argv) {
   AddLowClock(o, &opt.low_mhz,
               "simulated: trace the job a second time, and measure its power, with every GPU locked at this "
               "clock, so that the model learns how each pack's time and energy follow the clock (default auto: "
-              "70 % of the default clock; none: the model alone; README); with --trace: the clock of "
-              "--low-trace's run");
+              "70 % of the default clock; none: the model alone; README); with -- CMD: the same, on the GPUs; "
+              "with --trace: the clock of --low-trace's run");
   o->add_option("--low-trace", opt.low_traces,
                 "with --trace: the same iterations traced with every GPU locked at --low-clock (repeatable)");
   o->add_option("--low-power-w", opt.low_power_w,

@@ -249,7 +249,9 @@ bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* 
     Trace low;
     if (!ExpandTracePaths(in.low_traces, &files, err) || !LoadTraces(files, &low, err) ||
         !PackBusyInOtherRun(t.trace, t.g, t.packing, low, &run.low.busy_ns, err)) {
-      *err = "--low-trace: " + *err;
+      *err = "--low-trace: " + *err +
+             " (the two runs must launch the same kernels: trace the same window after a warm-up, or give "
+             "--low-clock none)";
       return false;
     }
     run.low.mhz = in.low_mhz;

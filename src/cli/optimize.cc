@@ -158,9 +158,26 @@ bool ReadJobRun(const std::string& path, JobRun* out, std::string* err) {
   return true;
 }
 
+// The clock of `emo optimize -- CMD`'s run at a low clock: --low-clock, or LowClock of the device
+// profile (--profile, else the one found for the traced GPU); 0: none.
+bool LowClockOfJob(const OptimizeOptions& opt, const std::string& trace_dir, int* mhz, std::string* err) {
+  *mhz = opt.low_mhz;
+  if (opt.low_mhz >= 0) return true;
+  DeviceProfile profile;
+  std::vector<std::string> files;
+  Trace trace;
+  if (opt.profile.empty() ? !ExpandTracePaths({trace_dir}, &files, err) || !LoadTraces(files, &trace, err) ||
+                                !FindProfile("", trace.ranks[0].gpu_name, &profile, err)
+                          : !LoadProfile(opt.profile, &profile, err))
+    return false;
+  *mhz = LowClock(profile);
+  return true;
+}
+
 // `emo optimize -- CMD`: the hardware workflow of the README as one command. Each step is the
 // command of its own (emo run, trace, profile, optimize --trace, run --policy), called in turn
-// with the files of the one before; the job runs three times, four with --measure.
+// with the files of the one before; the job runs four times (three with --low-clock none), once
+// more with --measure.
 int OptimizeCommand(const OptimizeOptions& opt) {
   namespace fs = std::filesystem;
   auto fail = [](const std::string& e) {
@@ -195,7 +212,7 @@ int OptimizeCommand(const OptimizeOptions& opt) {
   run.backend = opt.backend;
   run.gpus = opt.gpus;
   run.measure_out = (dir / "default-run.json").string();
-  step("1/4 the job at default clocks (emo run --measure)");
+  step("1/5 the job at default clocks (emo run --measure)");
   if (const int code = RunCommand(run); code != 0) return job_failed("the default run", code);
   JobRun def;
   std::string err;
@@ -205,17 +222,44 @@ int OptimizeCommand(const OptimizeOptions& opt) {
   trace.command = opt.command;
   trace.out_dir = (dir / "trace").string();
   if (opt.trace_warmup >= 0) trace.warmup = opt.trace_warmup, trace.iterations = opt.trace_iterations;
-  step("2/4 the job traced (emo trace)");
+  step("2/5 the job traced (emo trace)");
   const int traced = RunTrace(trace);
   restore_env();
   if (traced != 0) return job_failed("the traced run", traced);
+
+  // The same steps with every GPU locked at a low clock: one run, emo trace under emo run.
+  int low_mhz = 0;
+  if (!LowClockOfJob(opt, trace.out_dir, &low_mhz, &err)) return fail(err);
+  JobRun low;
+  RunOptions low_run = run;
+  if (low_mhz > 0) {
+    std::error_code exe_ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", exe_ec);
+    if (exe_ec) return fail("cannot find emo's own executable: " + exe_ec.message());
+    low_run.lock_mhz = low_mhz;
+    low_run.measure_out = (dir / "low-run.json").string();
+    low_run.command = {self.string(), "trace", "-o", (dir / "trace-low").string()};
+    if (opt.trace_warmup >= 0)
+      for (const std::string& a : {std::string("--warmup"), std::to_string(opt.trace_warmup),
+                                   std::string("--iterations"), std::to_string(opt.trace_iterations)})
+        low_run.command.push_back(a);
+    low_run.command.push_back("--");
+    low_run.command.insert(low_run.command.end(), opt.command.begin(), opt.command.end());
+    step(fmt::format("3/5 the job traced and measured with its GPUs locked at {} MHz (emo run --lock-mhz -- emo trace)",
+                     low_mhz)
+             .c_str());
+    if (const int code = RunCommand(low_run); code != 0) return job_failed("the run at the low clock", code);
+    if (!ReadJobRun(low_run.measure_out, &low, &err)) return fail(err);
+  } else {
+    step("3/5 skipped (--low-clock none)");
+  }
 
   ProfileOptions prof;
   prof.command = opt.command;
   prof.traces = {trace.out_dir};
   prof.out = (dir / "packs.json").string();
   prof.pack_ms = opt.pack_ms;
-  step("3/4 its unique packs profiled (emo profile)");
+  step("4/5 its unique packs profiled (emo profile)");
   const int profiled = RunProfile(prof);
   restore_env();
   if (profiled != 0) return job_failed("the profiled run", profiled);
@@ -228,6 +272,13 @@ int OptimizeCommand(const OptimizeOptions& opt) {
   o.power_w.clear();
   o.clock_mhz.clear();
   for (const auto& g : def.j["per_gpu"]) o.power_w.push_back(g.value("avg_power_w", 0.0));
+  o.low_mhz = low_mhz;
+  o.low_power_w.clear();
+  o.low_traces.clear();
+  if (low_mhz > 0) {
+    o.low_traces = {(dir / "trace-low").string()};
+    for (const auto& g : low.j["per_gpu"]) o.low_power_w.push_back(g.value("avg_power_w", 0.0));
+  }
   bool clocks_known = def.j.contains("busy_clock_mhz");
   if (clocks_known)
     for (const auto& mhz : def.j["busy_clock_mhz"]) {
@@ -238,7 +289,7 @@ int OptimizeCommand(const OptimizeOptions& opt) {
     o.clock_mhz.clear();
     fmt::print(stderr, "emo optimize: note: a GPU's busy clock is unknown; packs are taken to run at the default\n");
   }
-  step("4/4 the model and the search (emo optimize --trace)");
+  step("5/5 the model and the search (emo optimize --trace)");
   nlohmann::ordered_json j;
   if (const int code = OptimizeTrace(o, &j); code != 0) return code;
   j["command"] = opt.command;
@@ -278,12 +329,6 @@ int RunOptimize(const OptimizeOptions& opt) {
   }
   if (!opt.low_traces.empty() && opt.traces.empty()) {
     fmt::print(stderr, "emo optimize: --low-trace goes with --trace\n");
-    return 1;
-  }
-  if (!opt.command.empty() && opt.low_mhz > 0) {
-    fmt::print(stderr,
-               "emo optimize: --low-clock is not built into -- CMD yet: trace the job with its GPUs locked "
-               "(nvidia-smi -lgc F,F; emo trace; nvidia-smi -rgc) and give --trace, --low-trace and --low-clock\n");
     return 1;
   }
   if (!opt.traces.empty()) return OptimizeTrace(opt);

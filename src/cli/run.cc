@@ -87,6 +87,10 @@ int RunCommand(const RunOptions& opt) {
     fmt::print(stderr, "emo run: {}\n", err);
     return 1;
   }
+  if (opt.lock_mhz > 0 && (!opt.policy.empty() || !opt.controller.empty() || opt.adapt_pct >= 0)) {
+    fmt::print(stderr, "emo run: --lock-mhz holds one clock: no --policy, --controller or --adapt\n");
+    return 1;
+  }
   // --adapt: the job traced on demand into a directory of its own, and the packs it profiled.
   std::vector<KnownPack> known;
   std::string control_dir;
@@ -201,6 +205,13 @@ int RunCommand(const RunOptions& opt) {
     return 1;
   }
   setenv(kStepSocketEnv, steps.path().c_str(), 1);
+  for (int g = 0; g < gpus->Count() && opt.lock_mhz > 0; ++g)
+    if (!gpus->SetLockedClock(g, opt.lock_mhz, &err)) {
+      std::string restore_err;
+      if (backend.RestoreAll(&restore_err)) watchdog.Done();
+      fmt::print(stderr, "emo run: --lock-mhz: {}{}\n", err, restore_err.empty() ? "" : "; restoring: " + restore_err);
+      return 1;
+    }
 
   // The whole run is the window: its time from the wall clock, its energy from the counters, and
   // the iterations the job reported.
@@ -256,6 +267,7 @@ int RunCommand(const RunOptions& opt) {
   if (!opt.measure_out.empty()) {
     nlohmann::ordered_json j = {
         {"command", opt.command}, {"controller", opt.controller}, {"policy", opt.policy}, {"exit_code", code}};
+    if (opt.lock_mhz > 0) j["lock_mhz"] = opt.lock_mhz;
     nlohmann::ordered_json backend_gpus = nlohmann::ordered_json::array();
     for (int g = 0; g < view.Count(); ++g) backend_gpus.push_back(view.BaseIndex(g));
     j["gpu_selection"] = {{"source", selection.source}, {"backend_gpus", backend_gpus}};

@@ -23,6 +23,9 @@ struct RunOptions {
   // `emo profile` of the same program (--packs) and a device profile (--profile, else found).
   double adapt_pct = -1;
   std::string packs, profile;
+  // --lock-mhz F: every job GPU locked at F from before the job starts until it ends (a static
+  // clock's run, e.g. for the model's run at a low clock: cli/model_pipeline.h); 0: none.
+  int lock_mhz = 0;
 };
 
 // Returns the command's exit status (or 1 when EMO itself failed; 128+N when a signal N ended it).

@@ -106,8 +106,9 @@ PY
       cat "$out/od-request.out" "$out/od.err"; fail "on-demand window (5 steps of a running job)"
     fi
     wait "$od"
-    # EMO's main job on hardware as one command: default run, trace, pack profile, model, search,
-    # and one run under the policy, with the profile calibrated above.
+    # EMO's main job on hardware as one command: default run, trace, the run at a low clock (emo run
+    # --lock-mhz around emo trace), pack profile, model, search, and one run under the policy, with
+    # the profile calibrated above.
     if [ -f "$out/profile.json" ] && timeout 300 "$emo" optimize --profile "$out/profile.json" --budget 0.05 \
         -o "$out/opt-policy.json" --measure --json "$out/optimize-cuda.json" -- "$out/two_streams" 40; then
       python3 -c "import json; j = json.load(open('$out/optimize-cuda.json')); print('predicted', j['predicted'], 'measured', j['measured'])"

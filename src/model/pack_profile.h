@@ -93,10 +93,12 @@ bool PackBusyInOtherRun(const Trace& trace, const Graph& g, const Packing& packi
 // is measured: a kernel overlaps its pipes and its memory traffic, which the mix adds, so the mix
 // over-states how much of a pack's time follows the clock. For each unique pack, over its
 // occurrences, β = Σ (t_low − t0) / Σ (t̂_low − t0) (measured against predicted change at the
-// low clock), held to [0, 2]; each occurrence's time at every clock becomes t0 + β (t̂(f) − t0),
-// and its energy loses the idle power at that clock over the time taken off (the pack does the
-// same work in less time: only its static draw changes). A pack whose predicted change is under
-// 1 % of its time keeps the model's.
+// low clock f1), held to [0, 2]; each occurrence's time at a clock f ≥ f1 becomes
+// t0 + β (t̂(f) − t0), and below f1 follows the model's slope from there, t0 + β (t̂(f1) − t0) +
+// t̂(f) − t̂(f1) (kernels turn clock-bound at low clocks, the full slope returns); its energy
+// loses the idle power at that clock over the time taken off (the pack does the same work in less
+// time: only its static draw changes). A pack whose predicted change is under 1 % of its time
+// keeps the model's.
 bool PackTimeEnergy(PackModel& model, const Packing& packing, const PackProfile& profile,
                     const std::vector<double>& pack_mhz, std::vector<double>* time_s, std::vector<double>* energy_j,
                     PackTables* tables, std::string* err, const LowClockRun& low = {});

@@ -170,8 +170,16 @@ if os.environ.get("EMO_PROFILE_RANGES"):
             out["ranges"].append(dict(r, kernels=n, first_kernel=ks[r["first"]]["name"], metrics=m))
         json.dump(out, open(os.path.join(os.environ["EMO_PROFILE_OUT"], f"profile-gpu{gpu}.json"), "w"))
 elif os.environ.get("CUDA_INJECTION64_PATH") and os.environ.get("EMO_TRACE_DIR"):
+    out = os.environ["EMO_TRACE_DIR"]
     for gpu, path in enumerate(ranks):
-        shutil.copy(path, os.path.join(os.environ["EMO_TRACE_DIR"], f"emo-trace-rank{gpu}.json"))
+        if os.environ.get("JOB_LOW_CUT") and out.rstrip("/").endswith("trace-low"):
+            t = json.load(open(path))  # a run at the low clock that ended early: its last kernels are missing
+            kernels = [e for e in t["traceEvents"] if e.get("cat") == "kernel"]
+            cut = set(id(e) for e in kernels[len(kernels) // 2:])
+            t["traceEvents"] = [e for e in t["traceEvents"] if id(e) not in cut]
+            json.dump(t, open(os.path.join(out, f"emo-trace-rank{gpu}.json"), "w"))
+        else:
+            shutil.copy(path, os.path.join(out, f"emo-trace-rank{gpu}.json"))
 else:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     for _ in range(12):
@@ -201,6 +209,12 @@ sys.exit(0 if j['default_run']['per_iteration'] and p['slowdown'] <= 0.05 and 'e
     -o "$tmp/job2-policy.json" -- python3 "$tmp/job.py" "$tmp/ot" 3 >/dev/null 2>"$tmp/err"; rc=$?
   check "a job that fails at default clocks stops it, naming the step" bash -c \
     "test $rc -eq 1 && grep -q 'the default run ended with status 3' '$tmp/err'"
+  JOB_LOW_CUT=1 EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_ENERGY_FROM_POWER=1 "$emo" optimize \
+    --profile "$workloads/../profiles/sim-a100.json" --budget 0.05 -o "$tmp/job3-policy.json" --json "$tmp/job3.json" \
+    -- python3 "$tmp/job.py" "$tmp/ot" >/dev/null 2>"$tmp/err"; rc=$?
+  check "a run at the low clock that launched other kernels is left out, said, and the model alone plans" bash -c "
+    test $rc -eq 0 && grep -q 'lacks kernel.*the model alone is used' '$tmp/err' &&
+    grep -q '\"low_clock_mhz\": 0' '$tmp/job3.json'"
   EMO_NVML_LIBRARY="$fake_nvml" "$emo" run --lock-mhz 990 --policy "$tmp/job-policy.json" -- true >/dev/null 2>"$tmp/err"
   check "run --lock-mhz with a policy is refused" bash -c "test $? -eq 1 && grep -q 'holds one clock' '$tmp/err'"
 

@@ -252,17 +252,22 @@ bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* 
       *err = "--low-trace: " + *err +
              " (the two runs must launch the same kernels: trace the same window after a warm-up, or give "
              "--low-clock none)";
-      return false;
+      if (!in.low_optional) return false;
+      t.notes.push_back(*err + "; the model alone is used");
+      err->clear();
+      run.low = LowClockRun();
+    } else {
+      run.low.mhz = t.low_mhz = in.low_mhz;
+      run.low_power_w = in.low_power_w;
     }
-    run.low.mhz = in.low_mhz;
-    run.low_power_w = in.low_power_w;
   }
   if (!(in.profile.empty() ? FindProfile("", t.trace.ranks[0].gpu_name, &t.profile, err)
                            : LoadProfile(in.profile, &t.profile, err)) ||
       !BuildPredictor(t.trace, t.g, t.packing, t.pp, t.profile, run, &t.predictor, &t.tables, err))
     return false;
   if (t.profile.device != t.trace.ranks[0].gpu_name)  // the user's choice, said aloud
-    t.note = in.profile + " is a profile of " + t.profile.device + ", the trace's GPU is " + t.trace.ranks[0].gpu_name;
+    t.notes.push_back(in.profile + " is a profile of " + t.profile.device + ", the trace's GPU is " +
+                      t.trace.ranks[0].gpu_name);
   return true;
 }
 

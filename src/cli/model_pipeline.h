@@ -85,6 +85,7 @@ struct TraceInputs {
   std::vector<std::string> low_traces;
   int low_mhz = 0;
   std::vector<double> low_power_w;  // per GPU, its average power locked at low_mhz (emo run --measure); empty: unknown
+  bool low_optional = false;        // low traces that do not match the traced run are left out (a note), not an error
 };
 
 // Everything from those inputs to the prediction pass.
@@ -98,7 +99,8 @@ struct TracePipeline {
   DeviceProfile profile;
   Predictor predictor;
   PackTables tables;
-  std::string note;  // a profile of another GPU than the trace's, used as given: said so here
+  int low_mhz = 0;                 // the low clock the model took (0: none)
+  std::vector<std::string> notes;  // what the user should know: a profile of another GPU, low traces left out
 };
 // Loads and checks the inputs and builds the predictor; false with *err saying what is missing
 // or wrong (its options named as the commands spell them).

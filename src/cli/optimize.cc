@@ -104,10 +104,10 @@ int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = n
   TracePipeline tp;
   std::string err;
   if (!BuildTracePipeline({opt.traces, opt.packs, opt.power_w, opt.clock_mhz, opt.profile, opt.pack_ms, opt.low_traces,
-                           opt.low_mhz, opt.low_power_w},
+                           opt.low_mhz, opt.low_power_w, opt.low_optional},
                           &tp, &err))
     return fail(err);
-  if (!tp.note.empty()) fmt::print(stderr, "emo optimize: note: {}\n", tp.note);
+  for (const std::string& note : tp.notes) fmt::print(stderr, "emo optimize: note: {}\n", note);
   const SearchOptions so = SearchOptionsOf(opt, tp.g, tp.predictor.gpus());
   SearchResult sr;
   if (!Search(tp.predictor, so, &sr, &err)) return fail(err);
@@ -121,7 +121,7 @@ int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = n
                               {"gpus", tp.predictor.gpus()},
                               {"budget", opt.budget},
                               {"energy_scale", tp.predictor.energy_scale()},
-                              {"low_clock_mhz", std::max(opt.low_mhz, 0)}};
+                              {"low_clock_mhz", tp.low_mhz}};
   if (!HandOver(opt, tp.predictor, sr, &policy, &j["predicted"], &err)) return fail(err);
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
   if (result) {
@@ -273,6 +273,7 @@ int OptimizeCommand(const OptimizeOptions& opt) {
   o.clock_mhz.clear();
   for (const auto& g : def.j["per_gpu"]) o.power_w.push_back(g.value("avg_power_w", 0.0));
   o.low_mhz = low_mhz;
+  o.low_optional = true;  // a job that launched other kernels at the low clock still gets a policy
   o.low_power_w.clear();
   o.low_traces.clear();
   if (low_mhz > 0) {

@@ -24,6 +24,7 @@ struct OptimizeOptions {
   std::vector<std::string> low_traces;
   int low_mhz = -1;
   std::vector<double> low_power_w;     // with --low-trace: each GPU's average power at that clock
+  bool low_optional = false;           // -- CMD's own: low traces that do not match are left out (TraceInputs)
   std::string save_trace, save_packs;  // the simulated path's trace and pack metrics, for --trace
   std::string device;                  // simulated device name; "": the workload's
   std::string profile;                 // device profile JSON; "": the shipped one for the device (profiles/)

@@ -64,7 +64,7 @@ int RunPredict(const PredictOptions& opt) {
                              opt.low_traces, opt.low_mhz, opt.low_power_w},
                             &tp, &err))
       return fail(err);
-    if (!tp.note.empty()) fmt::print(stderr, "emo predict: note: {}\n", tp.note);
+    for (const std::string& note : tp.notes) fmt::print(stderr, "emo predict: note: {}\n", note);
     return Report(opt, tp.predictor, policy, tp.profile.clocks_mhz, tp.files[0], tp.profile.device);
   }
   Pipeline pl;

@@ -139,20 +139,20 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
       (r.end_ns - std::min(0.0, in.iteration_start_ns.empty() ? 0.0 : in.iteration_start_ns.front())) * 1e-9;
   const int nc = static_cast<int>(profile.clocks_mhz.size());
   const double f0 = profile.default_mhz, f1 = run.low.mhz;
-  for (size_t gpu = 0; gpu < run.power_w.size(); ++gpu) {
+  std::vector<double> m1(run.power_w.size(), 1);  // per GPU; 1 where it has no dynamic energy
+  for (size_t gpu = 0; gpu < m1.size(); ++gpu) {
     const double dynamic = predictor->energy_scale()[gpu] * state.dynamic_j[gpu];
-    if (!(dynamic > 0)) continue;
-    const double m1 = 1 + (run.low_power_w[gpu] * low_span_s - r.gpu_energy_j[gpu]) / dynamic;
-    for (size_t p = 0; p < packing.packs(); ++p) {
-      if (static_cast<size_t>(packing.rank[p]) != gpu) continue;
-      for (int c = 0; c < nc; ++c) {
-        const double f = profile.clocks_mhz[c];
-        if (f >= f0) continue;
-        const double m = std::clamp(1 + (m1 - 1) * (f0 - f) / (f0 - f1), 0.5, 2.0);
-        double& e = in.pack_energy_j[p * nc + c];
-        const double idle = in.pack_time_s[p * nc + c] * in.idle_power_w[c];
-        e = idle + m * (e - idle);
-      }
+    if (dynamic > 0) m1[gpu] = 1 + (run.low_power_w[gpu] * low_span_s - r.gpu_energy_j[gpu]) / dynamic;
+  }
+  for (size_t p = 0; p < packing.packs(); ++p) {
+    const double m1_p = m1[static_cast<size_t>(packing.rank[p])];
+    for (int c = 0; c < nc; ++c) {
+      const double f = profile.clocks_mhz[c];
+      if (f >= f0) continue;
+      const double m = std::clamp(1 + (m1_p - 1) * (f0 - f) / (f0 - f1), 0.5, 2.0);
+      double& e = in.pack_energy_j[p * nc + c];
+      const double idle = in.pack_time_s[p * nc + c] * in.idle_power_w[c];
+      e = idle + m * (e - idle);
     }
   }
   *predictor = Predictor();

@@ -231,14 +231,15 @@ int OptimizeCommand(const OptimizeOptions& opt) {
   int low_mhz = 0;
   if (!LowClockOfJob(opt, trace.out_dir, &low_mhz, &err)) return fail(err);
   JobRun low;
-  RunOptions low_run = run;
+  const std::string low_trace_dir = (dir / "trace-low").string();
   if (low_mhz > 0) {
+    RunOptions low_run = run;
     std::error_code exe_ec;
     const fs::path self = fs::read_symlink("/proc/self/exe", exe_ec);
     if (exe_ec) return fail("cannot find emo's own executable: " + exe_ec.message());
     low_run.lock_mhz = low_mhz;
     low_run.measure_out = (dir / "low-run.json").string();
-    low_run.command = {self.string(), "trace", "-o", (dir / "trace-low").string()};
+    low_run.command = {self.string(), "trace", "-o", low_trace_dir};
     if (opt.trace_warmup >= 0)
       for (const std::string& a : {std::string("--warmup"), std::to_string(opt.trace_warmup),
                                    std::string("--iterations"), std::to_string(opt.trace_iterations)})
@@ -277,7 +278,7 @@ int OptimizeCommand(const OptimizeOptions& opt) {
   o.low_power_w.clear();
   o.low_traces.clear();
   if (low_mhz > 0) {
-    o.low_traces = {(dir / "trace-low").string()};
+    o.low_traces = {low_trace_dir};
     for (const auto& g : low.j["per_gpu"]) o.low_power_w.push_back(g.value("avg_power_w", 0.0));
   }
   bool clocks_known = def.j.contains("busy_clock_mhz");

@@ -105,6 +105,18 @@ TEST(Predict, DefaultIdlePowerFromTheGapSamples) {
   EXPECT_EQ(DefaultIdlePower(pg.p, {{{5e6, 2000}, {6e6, 2000}}}, {1000, 2000}, {50, 100})[0], 0);
 }
 
+// The clock a GPU was held at: its packs' clocks weighted by their busy time, where below the
+// default; 0 where not (a GPU without packs too).
+TEST(Predict, HeldClocksWeighPacksByTheirBusyTime) {
+  // Rank 0: 10 ms at 1300 MHz and 30 ms at 1400; rank 1: 20 ms at the default; rank 2: none.
+  const PackedGraph pg = Packed({1e3, 10e6, 30e6, 20e6}, {-1, 1, 1, 2}, {}, {0, 0, 0, 1});
+  const std::vector<double> held = HeldClocks(pg.p, {1300, 1400, 1410}, 3, 1410);
+  ASSERT_EQ(held.size(), 3u);
+  EXPECT_NEAR(held[0], (10 * 1300 + 30 * 1400) / 40.0, 1e-9);
+  EXPECT_EQ(held[1], 0);
+  EXPECT_EQ(held[2], 0);
+}
+
 // On a simulated run's packed graph, any one clock everywhere predicts the same end as the
 // unpacked graph's what-if with every kernel scaled by its pack's time ratio.
 TEST(Predict, UniformClockMatchesTheUnpackedWhatIf) {

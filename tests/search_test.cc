@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "search_instances.h"
@@ -34,6 +35,84 @@ TEST(Search, WithinThreePercentOfTheExhaustiveOptimum) {
       EXPECT_LT(r.predicted.energy_j, inst.pred.base().energy_j * 0.95);
     }
   }
+}
+
+// One GPU: pack A (30 ms, a = 0.1: barely follows the clock) then pack B (30 ms, a = 0.9), T and P
+// as in TinyInstance, clocks 600, 900, 1200, 1450 and 1500 MHz (the default); `held_mhz` as given.
+struct HeldInstance {
+  PackedGraph pg = Packed({1e3, 30e6, 30e6}, {-1, 1, 1}, {{1, 2}});
+  Predictor pred;
+  std::string err;
+  explicit HeldInstance(double held_mhz) {
+    PredictorInput in;
+    in.graph = &pg.g;
+    in.packing = &pg.p;
+    in.clocks_mhz = {600, 900, 1200, 1450, 1500};
+    in.default_clock = 4;
+    in.idle_power_w = {40, 42, 45, 49, 50};
+    const double a[] = {0.1, 0.9};
+    double e0 = 0;
+    for (size_t p = 0; p < 2; ++p)
+      for (int f : in.clocks_mhz) {
+        const double r = f / 1500.0, t = pg.p.busy_ns[p] * 1e-9 * std::pow(1 / r, a[p]);
+        in.pack_time_s.push_back(t);
+        in.pack_energy_j.push_back((40 + 260 * r * r) * t);
+        if (f == 1500) e0 += (40 + 260 * r * r) * t;
+      }
+    in.measured_energy_j = {e0};
+    if (held_mhz > 0) in.held_mhz = {held_mhz};
+    if (!pred.Init(in, &err) && err.empty()) err = "Init failed";
+  }
+};
+
+// A GPU that ran below the default clock (held there by its power limit) is kept locked at or
+// below the highest clock under the one it ran at. At 5 %, the search without the rule spends the
+// budget on A at 600 MHz (+2.9 ms of 60) and leaves B at the default; with the GPU held at
+// 1460 MHz, B is locked at 1450 (+0.9 ms) and A can go only to 900 MHz (+1.6 ms).
+TEST(Search, AGpuHeldBelowTheDefaultStaysLockedAtOrBelowIt) {
+  HeldInstance free_inst(0), held_inst(1460);
+  ASSERT_EQ(free_inst.err, "");
+  ASSERT_EQ(held_inst.err, "");
+  SearchOptions o = ExactOptions(0.05, 10, 0);
+  SearchResult free, held;
+  std::string err;
+  ASSERT_TRUE(Search(free_inst.pred, o, &free, &err)) << err;
+  ASSERT_TRUE(Search(held_inst.pred, o, &held, &err)) << err;
+  // The clock each pack ran at under the schedule found.
+  auto pack_clocks = [](const Predictor& pred, const Schedule& s) {
+    Predictor::PassState state;
+    pred.Run(s, &state);
+    return state.pack_clock;
+  };
+  EXPECT_EQ(free.held_ceiling, std::vector<int>{-1});
+  EXPECT_EQ(pack_clocks(free_inst.pred, free.schedule), (std::vector<int>{0, 4}));
+  ASSERT_EQ(held.held_ceiling, std::vector<int>{3});
+  EXPECT_EQ(pack_clocks(held_inst.pred, held.schedule), (std::vector<int>{1, 3}));
+  ASSERT_FALSE(held.schedule[0].empty());
+  EXPECT_EQ(held.schedule[0].front().t_ns, 0);  // locked from the start
+  for (const Landing& l : held.schedule[0]) EXPECT_LE(l.clock, 3);
+  EXPECT_LE(held.predicted.end_ns, held_inst.pred.base().end_ns * 1.05 + 1e-6);
+  // Turned off, the held GPU is searched as any other.
+  o.above_held = true;
+  SearchResult off;
+  ASSERT_TRUE(Search(held_inst.pred, o, &off, &err)) << err;
+  EXPECT_EQ(off.predicted.energy_j, free.predicted.energy_j);
+  EXPECT_EQ(off.held_ceiling, std::vector<int>{-1});
+}
+
+// When no schedule locked at or below the held clock fits the budget, the search takes every
+// clock, as without the rule.
+TEST(Search, AHeldGpuThatCannotFitTheBudgetLockedIsSearchedUnrestricted) {
+  HeldInstance free_inst(0), held_inst(1300);  // B at 1200 MHz: +6.7 ms
+  std::string err;
+  SearchOptions o = ExactOptions(0.1, 10, 0);
+  SearchResult free, held;
+  ASSERT_TRUE(Search(free_inst.pred, o, &free, &err)) << err;
+  ASSERT_TRUE(Search(held_inst.pred, o, &held, &err)) << err;
+  EXPECT_LT(free.predicted.energy_j, free_inst.pred.base().energy_j);
+  EXPECT_EQ(held.held_ceiling, std::vector<int>{-1});
+  EXPECT_EQ(held.predicted.energy_j, free.predicted.energy_j);
+  EXPECT_EQ(held.predicted.end_ns, free.predicted.end_ns);
 }
 
 // With a budget of 0 the clock can drop only where it delays nothing.

@@ -89,6 +89,21 @@ int LowClock(const DeviceProfile& profile) {
                            [&](int a, int b) { return std::abs(a - want) < std::abs(b - want); });
 }
 
+std::vector<double> HeldClocks(const Packing& packing, const std::vector<double>& pack_mhz, int gpus,
+                               double default_mhz) {
+  std::vector<double> busy(static_cast<size_t>(gpus), 0), weighted(static_cast<size_t>(gpus), 0);
+  for (size_t p = 0; p < packing.packs(); ++p) {
+    const int32_t r = packing.rank[p];
+    if (r < 0 || r >= gpus) continue;
+    busy[r] += packing.busy_ns[p];
+    weighted[r] += packing.busy_ns[p] * pack_mhz[p];
+  }
+  std::vector<double> held(static_cast<size_t>(gpus), 0);
+  for (int r = 0; r < gpus; ++r)
+    if (busy[r] > 0 && weighted[r] / busy[r] < default_mhz - 0.5) held[r] = weighted[r] / busy[r];
+  return held;
+}
+
 bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, const PackProfile& pp,
                     const DeviceProfile& profile, const DefaultRun& run, Predictor* predictor, PackTables* tables,
                     std::string* err) {
@@ -103,6 +118,7 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
   in.default_clock = profile.ClockIndex(profile.default_mhz);
   in.idle_power_w = model.idle_power_w();
   in.default_idle_power_w = DefaultIdlePower(packing, run.clock_samples, profile.clocks_mhz, in.idle_power_w);
+  in.held_mhz = HeldClocks(packing, pack_mhz, static_cast<int>(trace.ranks.size()), profile.default_mhz);
   for (const Iteration& it : trace.ranks[0].iterations)
     in.iteration_start_ns.push_back(static_cast<double>(it.start_ns - g.origin_ns));
   // The traced span: given, or from the graph's origin to its last observed end.

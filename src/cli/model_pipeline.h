@@ -51,6 +51,11 @@ std::vector<double> DefaultIdlePower(const Packing& packing,
                                      const std::vector<std::vector<std::pair<double, double>>>& samples,
                                      const std::vector<int>& clocks_mhz, const std::vector<double>& idle_power_w);
 
+// Per GPU, the time-weighted mean of its packs' clocks in the traced run where it is below the
+// default (PredictorInput::held_mhz), else 0.
+std::vector<double> HeldClocks(const Packing& packing, const std::vector<double>& pack_mhz, int gpus,
+                               double default_mhz);
+
 // The prediction pass over the traced run: every pack's time and energy at every clock from the
 // pack model, anchored to its traced time at the clock it ran at, and one energy factor per GPU
 // fitted to run.power_w over the traced span. `tables` receives the model's output for the

@@ -43,6 +43,7 @@ SearchOptions SearchOptionsOf(const OptimizeOptions& opt, const Graph& g, int gp
   so.local_search = opt.local_search;
   so.pairs = opt.pairs;
   so.backward = !opt.no_backward;
+  so.above_held = opt.above_held;
   so.threads = opt.search_threads;
   return so;
 }
@@ -96,6 +97,21 @@ bool WriteJson(const std::string& path, const nlohmann::ordered_json& j, std::st
 // `emo optimize --trace`: the pipeline on a real job's measurements, without measured checks (the
 // job is not at hand): the policy of least predicted energy within the budget. The results JSON
 // goes to *result when given, else to --json.
+// The groups the search kept at or below the clock they ran at (SearchResult::held_ceiling): a
+// line, and per group the ceiling in MHz (null: none) for the JSON.
+nlohmann::ordered_json ReportHeld(const SearchResult& sr, const std::vector<int>& clocks_mhz) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  std::string line;
+  for (size_t g = 0; g < sr.held_ceiling.size(); ++g) {
+    const int c = sr.held_ceiling[g];
+    j.push_back(c >= 0 ? nlohmann::ordered_json(clocks_mhz[c]) : nlohmann::ordered_json(nullptr));
+    if (c >= 0) line += fmt::format("{}group {} at or below {} MHz", line.empty() ? "" : ", ", g, clocks_mhz[c]);
+  }
+  if (!line.empty())
+    fmt::print("  held below the default clock at default clocks (power limit), so kept locked: {}\n", line);
+  return j;
+}
+
 int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = nullptr) {
   auto fail = [](const std::string& e) {
     fmt::print(stderr, "emo optimize: {}\n", e);
@@ -121,7 +137,8 @@ int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = n
                               {"gpus", tp.predictor.gpus()},
                               {"budget", opt.budget},
                               {"energy_scale", tp.predictor.energy_scale()},
-                              {"low_clock_mhz", tp.low_mhz}};
+                              {"low_clock_mhz", tp.low_mhz},
+                              {"held_ceiling_mhz", ReportHeld(sr, tp.profile.clocks_mhz)}};
   if (!HandOver(opt, tp.predictor, sr, &policy, &j["predicted"], &err)) return fail(err);
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
   if (result) {
@@ -380,6 +397,7 @@ int RunOptimize(const OptimizeOptions& opt) {
       "  search: {} policy group(s), {} change points, landings taken {:.1f} ms early/late, {} predictions, "
       "{:.2f} s\n",
       groups, sr.points, so.dvfs_jitter_ms, sr.evaluations, sr.seconds);
+  const nlohmann::ordered_json held = ReportHeld(sr, pl.profile.clocks_mhz);
   nlohmann::ordered_json predicted;
   if (!HandOver(opt, predictor, sr, &policy, &predicted, &err)) return fail(err);
 
@@ -397,8 +415,9 @@ int RunOptimize(const OptimizeOptions& opt) {
   j["default_power_w"] = pl.default_power_w;
   j["mean_clock_mhz"] = pl.mean_clock_mhz;
   j["checks"] = cs.checks;
-  j["search"] = {{"seconds", sr.seconds}, {"evaluations", sr.evaluations}, {"nodes_computed", sr.nodes_computed},
-                 {"threads", sr.threads}, {"points", sr.points},           {"groups", groups}};
+  j["search"] = {{"seconds", sr.seconds},   {"evaluations", sr.evaluations}, {"nodes_computed", sr.nodes_computed},
+                 {"threads", sr.threads},   {"points", sr.points},           {"groups", groups},
+                 {"held_ceiling_mhz", held}};
   j["predicted"] = predicted;
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
 

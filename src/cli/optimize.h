@@ -39,6 +39,7 @@ struct OptimizeOptions {
   bool local_search = false;  // SearchOptions::local_search
   bool pairs = false;         // SearchOptions::pairs
   bool no_backward = false;   // SearchOptions::backward off
+  bool above_held = false;    // SearchOptions::above_held
   int search_threads = 0;     // SearchOptions::threads (0: every core)
   double pack_ms = 5;         // packing's Δmax
   int trace_iterations = 4;   // iterations traced at default clocks

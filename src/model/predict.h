@@ -65,6 +65,10 @@ struct PredictorInput {
   // run showed them (the driver lowers an idle GPU's clock after a while); missing or 0: the idle
   // power at the default clock. A GPU whose schedule is empty stays unlocked and draws it.
   std::vector<double> default_idle_power_w;
+  // Per GPU (graph rank): the time-weighted mean SM clock its packs ran at in the traced run, where
+  // that is below the default clock (a power limit or a boost ceiling held it there); missing or 0:
+  // not held. The search keeps such a GPU's clock at or below it (search/dp_search.h).
+  std::vector<double> held_mhz;
   std::vector<double> iteration_start_ns;  // observed starts (graph time), ascending; empty: one, at 0
   std::vector<double> measured_energy_j;   // per GPU (graph rank): energy of the traced run at default clocks,
                                            // from the first iteration's start (or graph time 0, if that is

@@ -21,6 +21,8 @@ struct Point {
   int group;
 };
 
+using Candidates = std::vector<std::vector<int>>;  // per policy group: the clocks its points may take
+
 struct State {
   std::vector<int> clock;  // per point, in time order (the undecided ones at the DP's base)
   Predictor::Result result;
@@ -124,7 +126,7 @@ Allowed AllowedAt(const std::vector<Point>& points, const std::vector<int>& cloc
 // (see dp_search.h). Each point's children are predicted in parallel from their parents' passes,
 // then filed in one order (parent, then candidate), so the answer does not depend on the threads.
 State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
-            const std::vector<int>& group, int groups, const std::vector<int>& cand, const std::vector<int>& base_clock,
+            const std::vector<int>& group, int groups, const Candidates& cand, const std::vector<int>& base_clock,
             bool backward, int threads, Counters* counters) {
   const Predictor::Result base = predictor.base();
   const double iteration_ns = predictor.period_ns();
@@ -163,7 +165,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
     std::vector<Child> children;
     for (size_t si = 0; si < states.size(); ++si) {
       const Allowed a = AllowedAt(points, states[si].clock, base_clock, j, backward, eps_ns);
-      for (int c : cand)
+      for (int c : cand[points[j].group])
         if (c == a.keep || a.change) children.push_back({si, c, {}, {}, 0});
     }
     ParallelFor(threads, children.size(), [&](size_t i, int worker) {
@@ -317,10 +319,10 @@ void Sweep(const Predictor& predictor, const SearchOptions& opt, const std::vect
 // instances (bench/search_gap.cc) more sweeps found nothing more, and on a 496-point pipeline a
 // sweep costs a tenth of the DP's predictions.
 void Refine(const Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
-            const std::vector<int>& group, int groups, const std::vector<int>& cand, int threads, State* best,
+            const std::vector<int>& group, int groups, const Candidates& cand, int threads, State* best,
             Counters* counters) {
   const Moves moves = [&](size_t j, const std::vector<int>& clock, std::vector<std::vector<int>>* tries) {
-    for (int c : cand) {
+    for (int c : cand[points[j].group]) {
       tries->push_back(clock);
       tries->back()[j] = c;
     }
@@ -342,24 +344,27 @@ constexpr int kPairReach = 2;
 constexpr double kPairShare = 0.5;
 
 void RefinePairs(const Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
-                 const std::vector<int>& group, int groups, const std::vector<int>& cand, int threads,
-                 int64_t dp_evaluations, State* best, Counters* counters) {
+                 const std::vector<int>& group, int groups, const Candidates& cand, int threads, int64_t dp_evaluations,
+                 State* best, Counters* counters) {
   std::vector<std::pair<size_t, size_t>> pairs;
   for (size_t i = 0; i < points.size(); ++i)
     for (size_t j = i + 1; j < points.size(); ++j) pairs.emplace_back(i, j);
   std::stable_sort(pairs.begin(), pairs.end(), [&](const auto& a, const auto& b) {
     return points[a.second].t_ns - points[a.first].t_ns < points[b.second].t_ns - points[b.first].t_ns;
   });
-  std::vector<int> sorted = cand;
-  std::sort(sorted.begin(), sorted.end());
-  auto rank = [&](int c) { return std::lower_bound(sorted.begin(), sorted.end(), c) - sorted.begin(); };
-  auto near = [&](int c, int from) { return std::abs(rank(c) - rank(from)) <= kPairReach; };
+  Candidates sorted = cand;
+  for (std::vector<int>& c : sorted) std::sort(c.begin(), c.end());
+  auto near = [&](size_t point, int c, int from) {
+    const std::vector<int>& s = sorted[points[point].group];
+    auto rank = [&](int x) { return std::lower_bound(s.begin(), s.end(), x) - s.begin(); };
+    return std::abs(rank(c) - rank(from)) <= kPairReach;
+  };
   const Moves moves = [&](size_t step, const std::vector<int>& clock, std::vector<std::vector<int>>* tries) {
     const auto [i, j] = pairs[step];
-    for (int ci : cand)
-      for (int cj : cand) {
+    for (int ci : cand[points[i].group])
+      for (int cj : cand[points[j].group]) {
         if ((ci - clock[i]) * (cj - clock[j]) >= 0) continue;  // one up, the other down
-        if (!near(ci, clock[i]) || !near(cj, clock[j])) continue;
+        if (!near(i, ci, clock[i]) || !near(j, cj, clock[j])) continue;
         tries->push_back(clock);
         tries->back()[i] = ci;
         tries->back()[j] = cj;
@@ -367,6 +372,48 @@ void RefinePairs(const Predictor& predictor, const SearchOptions& opt, const std
   };
   Sweep(predictor, opt, points, group, groups, threads, pairs.size(), moves,
         static_cast<int64_t>(kPairShare * static_cast<double>(dp_evaluations)), best, counters);
+}
+
+// Clocks lo..hi (indices), at most k of them (at least 2 where there are), evenly spread, both
+// ends included.
+std::vector<int> Spread(int lo, int hi, int k) {
+  const int n = hi - lo + 1;
+  k = std::max(2, std::min(n, k));
+  std::vector<int> out;
+  for (int i = 0; i < k; ++i) out.push_back(lo + (n == 1 ? 0 : i * (n - 1) / (k - 1)));
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Per group, the candidates of a group whose GPUs the power limit or a boost ceiling held below
+// the default clock in the traced run (PredictorInput::held_mhz): with the ceiling the highest
+// clock at or under the least held clock of its GPUs, the candidates asked for below it and the
+// ceiling, or without any asked for, max_candidates spread up to the ceiling (see dp_search.h).
+Candidates HeldCandidates(const Predictor& predictor, const SearchOptions& opt, const std::vector<int>& group,
+                          int groups, const std::vector<int>& cand) {
+  const std::vector<double>& held = predictor.input().held_mhz;
+  const std::vector<int>& mhz = predictor.clocks_mhz();
+  std::vector<int> ceiling(static_cast<size_t>(groups), predictor.default_clock());
+  for (size_t gpu = 0; gpu < group.size() && gpu < held.size(); ++gpu) {
+    if (!(held[gpu] > 0)) continue;
+    const int c = std::max(0, static_cast<int>(std::upper_bound(mhz.begin(), mhz.end(), held[gpu]) - mhz.begin()) - 1);
+    ceiling[group[gpu]] = std::min(ceiling[group[gpu]], c);
+  }
+  Candidates out(static_cast<size_t>(groups));
+  for (int g = 0; g < groups; ++g) {
+    if (ceiling[g] >= predictor.default_clock()) {
+      out[g] = cand;
+      continue;
+    }
+    if (opt.candidates.empty()) {
+      out[g] = Spread(std::min(predictor.LowestUsefulClock(), ceiling[g]), ceiling[g], opt.max_candidates);
+      continue;
+    }
+    for (int c : cand)
+      if (c < ceiling[g]) out[g].push_back(c);
+    out[g].push_back(ceiling[g]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -389,10 +436,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   const int groups = group.empty() ? 0 : *std::max_element(group.begin(), group.end()) + 1;
   std::vector<int> cand = opt.candidates;
   if (cand.empty()) {
-    const int lo = predictor.LowestUsefulClock(), n = predictor.clocks() - lo;
-    const int k = std::max(2, std::min(n, opt.max_candidates));
-    for (int i = 0; i < k; ++i) cand.push_back(lo + (n == 1 ? 0 : i * (n - 1) / (k - 1)));
-    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    cand = Spread(predictor.LowestUsefulClock(), predictor.clocks() - 1, opt.max_candidates);
     if (std::find(cand.begin(), cand.end(), predictor.default_clock()) == cand.end())
       cand.push_back(predictor.default_clock());
   }
@@ -434,31 +478,50 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
       best_static_j = r.energy_j;
     }
   }
-  std::vector<std::vector<int>> bases = {std::vector<int>(points.size(), dc)};
-  if (best_static != dc) bases.push_back(std::vector<int>(points.size(), best_static));
-  State best;
-  for (const std::vector<int>& base : bases) {
-    State s = RunDp(predictor, opt, points, group, groups, cand, base, false, threads, &counters);
-    if (best.clock.empty() || s.result.energy_j < best.result.energy_j) best = std::move(s);
+  auto search = [&](const Candidates& cands) {
+    std::vector<std::vector<int>> bases = {std::vector<int>(points.size(), dc)};
+    if (best_static != dc) bases.push_back(std::vector<int>(points.size(), best_static));
+    State best;
+    for (const std::vector<int>& base : bases) {
+      State s = RunDp(predictor, opt, points, group, groups, cands, base, false, threads, &counters);
+      if (best.clock.empty() || s.result.energy_j < best.result.energy_j) best = std::move(s);
+    }
+    // Backward from the last base (the best single clock, where there is one): see dp_search.h.
+    if (opt.backward) {
+      State s = RunDp(predictor, opt, points, group, groups, cands, bases.back(), true, threads, &counters);
+      if (s.result.energy_j < best.result.energy_j) best = std::move(s);
+    }
+    // Again with the undecided points at the best schedule's clocks, while that saves energy: each
+    // point is then judged with the later ones where the answer put them, not all at one clock. (A
+    // base already run would give the same answer.)
+    for (int round = 0; round < opt.dp_rounds; ++round) {
+      if (std::find(bases.begin(), bases.end(), best.clock) != bases.end()) break;
+      bases.push_back(best.clock);
+      State again = RunDp(predictor, opt, points, group, groups, cands, best.clock, false, threads, &counters);
+      if (!(again.result.energy_j < best.result.energy_j * (1 - 1e-9))) break;
+      best = std::move(again);
+    }
+    if (opt.local_search) Refine(predictor, opt, points, group, groups, cands, threads, &best, &counters);
+    if (opt.pairs)
+      RefinePairs(predictor, opt, points, group, groups, cands, threads, counters.evaluations, &best, &counters);
+    return best;
+  };
+  // Groups held below the default clock take clocks up to the one they were held at; where no
+  // schedule so kept fits the budget (the DP's answer is then the default clocks) or saves
+  // energy, every clock.
+  const Candidates every(static_cast<size_t>(groups), cand);
+  const Candidates held = opt.above_held ? every : HeldCandidates(predictor, opt, group, groups, cand);
+  State best = search(held);
+  out->held_ceiling.assign(static_cast<size_t>(groups), -1);
+  if (held != every) {
+    if (std::all_of(best.clock.begin(), best.clock.end(), [&](int c) { return c == dc; }) ||
+        !(best.result.energy_j < predictor.base().energy_j)) {
+      best = search(every);
+    } else {
+      for (int g = 0; g < groups; ++g)
+        if (held[g] != every[g]) out->held_ceiling[g] = *std::max_element(held[g].begin(), held[g].end());
+    }
   }
-  // Backward from the last base (the best single clock, where there is one): see dp_search.h.
-  if (opt.backward) {
-    State s = RunDp(predictor, opt, points, group, groups, cand, bases.back(), true, threads, &counters);
-    if (s.result.energy_j < best.result.energy_j) best = std::move(s);
-  }
-  // Again with the undecided points at the best schedule's clocks, while that saves energy: each
-  // point is then judged with the later ones where the answer put them, not all at one clock. (A
-  // base already run would give the same answer.)
-  for (int round = 0; round < opt.dp_rounds; ++round) {
-    if (std::find(bases.begin(), bases.end(), best.clock) != bases.end()) break;
-    bases.push_back(best.clock);
-    State again = RunDp(predictor, opt, points, group, groups, cand, best.clock, false, threads, &counters);
-    if (!(again.result.energy_j < best.result.energy_j * (1 - 1e-9))) break;
-    best = std::move(again);
-  }
-  if (opt.local_search) Refine(predictor, opt, points, group, groups, cand, threads, &best, &counters);
-  if (opt.pairs)
-    RefinePairs(predictor, opt, points, group, groups, cand, threads, counters.evaluations, &best, &counters);
   out->evaluations = counters.evaluations;
   out->nodes_computed = counters.nodes;
   out->threads = threads;

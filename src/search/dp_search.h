@@ -49,6 +49,19 @@
 // parallel pipelines) already share one policy group. Only pipelines with no edge between them
 // could be split, and a job's pipelines meet at least at the gradient all-reduce.
 //
+// A GPU held below the default clock in the traced run (its power limit or a boost ceiling:
+// PredictorInput::held_mhz) takes in the search only clocks at or below the clock it was held at
+// (per group, the highest supported clock at or under its GPUs' least held clock), every stretch
+// locked. The model takes each pack's clock at the default as the one it ran at, but under a
+// schedule that leaves some stretches at the default, the lower ones elsewhere cut the power the
+// limit sees, and the power controller lets the clock climb above it: on the simulated TP-8 job
+// (power-capped at 400 W, 1320-1380 MHz) a policy at 1245 MHz for 270 ms and the default for the
+// rest measured a point less slowdown and two points less saving than predicted, while 1245 MHz
+// throughout was predicted within 0.1 point of slowdown and 0.6 of saving (README). Locked below it, the clock is the
+// one set, and the model's own regime. When no schedule so kept fits the budget or saves energy
+// (a held stage on a pipeline's critical path at a zero budget), the search runs again with every
+// clock. SearchOptions::above_held turns the rule off.
+//
 // A clock command takes dvfs_latency_ms ± dvfs_jitter_ms to land, so a point's clock takes effect
 // at max(point time, latency): the command is issued at point time − latency, never before the
 // iteration start. The prediction pass sees each landing at its worse end for time: a lower clock
@@ -88,6 +101,9 @@ struct SearchOptions {
   // as many passes as the DP took. Off by default, like local_search: closer to the model's optimum
   // (bench/search_gap.cc), but on `emo bench` PP-4 at 5 % measured over its budget with it (README).
   bool pairs = false;
+  // Let groups held below the default clock in the traced run take clocks above the one they were
+  // held at (see above); off by default.
+  bool above_held = false;
   bool incremental = true;  // passes from the parent's first change on (Predictor::RunFrom), else whole
   int threads = 0;          // threads predicting candidate schedules; 0: the hardware's concurrency
 };
@@ -97,6 +113,9 @@ struct SearchResult {
   Predictor::Result predicted;
   int best_static = -1;  // the single clock (index) of least predicted energy within the budget; -1: the default
   int points = 0;
+  // Per policy group: the highest clock (index) its points were kept to, as held below the default
+  // in the traced run; -1: none (not held, or no schedule so kept fitted the budget).
+  std::vector<int> held_ceiling;
   int64_t evaluations = 0;     // prediction passes of candidate schedules (whole or from a change on)
   int64_t nodes_computed = 0;  // graph nodes those passes computed, plus the passes kept for the next point
   int threads = 1;             // threads the search ran on

@@ -70,6 +70,17 @@ import json, sys
 a, b = json.load(open('$tmp/ot-sim.json'))['predicted'], json.load(open('$tmp/ot-trace.json'))['predicted']
 same = abs(a['default_iteration_ms'] / b['default_iteration_ms'] - 1) < 1e-3
 sys.exit(0 if same and abs(a['energy_saving'] - b['energy_saving']) < 0.015 and b['slowdown'] <= 0.05 else 1)"
+  # Both GPUs ran below the 1410 MHz asked (the power limit): the policy locks them from the
+  # iteration's start at or below the highest clock under the lower of the two, for the whole of it.
+  check "optimize --trace keeps GPUs the power limit held locked at or below their clock" python3 -c "
+import json, sys
+d, p = json.load(open('$tmp/ot-trace.json')), json.load(open('$tmp/ot-policy.json'))
+clocks = json.load(open('$workloads/../profiles/sim-a100.json'))['clocks_mhz']
+held = min(float(c) for c in '$ot_clock'.split(','))
+ceiling = max(c for c in clocks if c <= held)
+ok = held < 1410 and d['held_ceiling_mhz'] == [ceiling] and len(p['gpus']) == 2
+ok = ok and all(g['changes'][0]['t_ms'] == 0 and max(c['mhz'] for c in g['changes']) <= ceiling for g in p['gpus'])
+sys.exit(0 if ok else 1)"
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --seeds 2 --iterations 12 --measure "$tmp/ot-def.json" \
     >/dev/null 2>&1
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --seeds 2 --iterations 12 --policy "$tmp/ot-policy.json" \

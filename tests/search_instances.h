@@ -15,6 +15,21 @@
 
 namespace emo {
 
+// One GPU's packs at in->clocks_mhz (the default 1500 MHz): pack p at clock f takes
+// T = t0 (1500 / f)^a[p] and draws P = 40 + 260 (f / 1500)^2 W; the measured energy is the
+// default's.
+inline void PowerLawTables(const Packing& packing, const std::vector<double>& a, PredictorInput* in) {
+  double e0 = 0;
+  for (size_t p = 0; p < a.size(); ++p)
+    for (int f : in->clocks_mhz) {
+      const double r = f / 1500.0, t = packing.busy_ns[p] * 1e-9 * std::pow(1 / r, a[p]);
+      in->pack_time_s.push_back(t);
+      in->pack_energy_j.push_back((40 + 260 * r * r) * t);
+      if (f == 1500) e0 += (40 + 260 * r * r) * t;
+    }
+  in->measured_energy_j = {e0};
+}
+
 // Stream 1: kernels 1 (30 ms) then 2 (30 ms); stream 2: kernels 3 (20 ms) then 4 (15 ms), beside
 // them. Pack p at clock f: T = t0 (1500 / f)^a_p, P = 40 + 260 (f / 1500)^2 W. Idle 40-50 W.
 struct TinyInstance {
@@ -27,17 +42,8 @@ struct TinyInstance {
     in.packing = &pg.p;
     in.clocks_mhz = {600, 900, 1200, 1500};
     in.default_clock = 3;
-    const double a[] = {0.9, 0.6, 0.9, 0.3};
-    double e0 = 0;
-    for (size_t p = 0; p < 4; ++p)
-      for (int f : in.clocks_mhz) {
-        const double r = f / 1500.0, t = pg.p.busy_ns[p] * 1e-9 * std::pow(1 / r, a[p]);
-        in.pack_time_s.push_back(t);
-        in.pack_energy_j.push_back((40 + 260 * r * r) * t);
-        if (f == 1500) e0 += (40 + 260 * r * r) * t;
-      }
+    PowerLawTables(pg.p, {0.9, 0.6, 0.9, 0.3}, &in);
     in.idle_power_w = {40, 42, 45, 50};
-    in.measured_energy_j = {e0};
     if (!pred.Init(in, &err) && err.empty()) err = "Init failed";
   }
 };

@@ -50,16 +50,7 @@ struct HeldInstance {
     in.clocks_mhz = {600, 900, 1200, 1450, 1500};
     in.default_clock = 4;
     in.idle_power_w = {40, 42, 45, 49, 50};
-    const double a[] = {0.1, 0.9};
-    double e0 = 0;
-    for (size_t p = 0; p < 2; ++p)
-      for (int f : in.clocks_mhz) {
-        const double r = f / 1500.0, t = pg.p.busy_ns[p] * 1e-9 * std::pow(1 / r, a[p]);
-        in.pack_time_s.push_back(t);
-        in.pack_energy_j.push_back((40 + 260 * r * r) * t);
-        if (f == 1500) e0 += (40 + 260 * r * r) * t;
-      }
-    in.measured_energy_j = {e0};
+    PowerLawTables(pg.p, {0.1, 0.9}, &in);
     if (held_mhz > 0) in.held_mhz = {held_mhz};
     if (!pred.Init(in, &err) && err.empty()) err = "Init failed";
   }

@@ -306,6 +306,20 @@ void FillFiveSteps(CuptiRecordConverter* c, Trace* t, std::vector<size_t>* calls
   AddKernel(c, "k4", 7, 4500, 5200, 41);
 }
 
+// The NCCL plugin's gate for --warmup 3 --iterations 2 (iterations 3 and 4, the 4th and 5th step
+// ranges): from the 4th step's start to the 6th's; always without a window.
+TEST(CuptiRecords, NcclEventsAreKeptInsideTheWindowsSteps) {
+  const bool expect[] = {false, false, false, false, true, true, false, false};
+  for (int64_t steps = 0; steps < 8; ++steps) {
+    SCOPED_TRACE(steps);
+    EXPECT_EQ(NcclInTraceWindow(steps, 3, 2), expect[steps]);
+    EXPECT_TRUE(NcclInTraceWindow(steps, 0, 0));
+  }
+  EXPECT_FALSE(NcclInTraceWindow(0, 0, 1));  // before the first step: outside the window
+  EXPECT_TRUE(NcclInTraceWindow(1, 0, 1));
+  EXPECT_FALSE(NcclInTraceWindow(2, 0, 1));
+}
+
 TEST(CuptiRecords, KeepsTheIterationWindowAndDropsTheRestAsItArrives) {
   Trace t;
   t.ranks.emplace_back();

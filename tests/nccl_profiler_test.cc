@@ -178,6 +178,67 @@ TEST(NcclProfiler, RecordsCollectivesSendsAndLaunches) {
   fs::remove_all(dir);
 }
 
+// Inside `emo trace --warmup M --iterations N` the plugin records only what the injection library's
+// EmoTraceRecording says belongs to the trace (here a stand-in whose answer the test sets), and
+// counts the sends it leaves out, so that the recorded ones keep the numbers the peer's have.
+TEST(NcclProfiler, RecordsOnlyWhatTheInjectionLibrarySaysBelongsToTheTrace) {
+  const fs::path dir = TempDir("emo-nccl-plugin-gate");
+  setenv("EMO_TRACE_DIR", dir.c_str(), 1);
+  setenv("RANK", "3", 1);
+  setenv("CUDA_INJECTION64_PATH", EMO_TRACE_GATE_STUB, 1);
+  void* stub = dlopen(EMO_TRACE_GATE_STUB, RTLD_NOW | RTLD_GLOBAL);  // as CUDA has loaded it by then
+  ASSERT_NE(stub, nullptr) << dlerror();
+  int* answer = static_cast<int*>(dlsym(stub, "emo_trace_gate_answer"));
+  ASSERT_NE(answer, nullptr);
+  v5::Profiler* p = LoadPlugin(dir);
+  ASSERT_NE(p, nullptr);
+  void* ctx = nullptr;
+  int mask = 0;
+  ASSERT_EQ(p->init(&ctx, 0x42, &mask, "pp", 1, 2, 0, nullptr), v5::kSuccess);
+  auto coll = [&](uint64_t seq) {
+    v5::EventDescr d = Descr(v5::kColl, nullptr);
+    d.coll.seqNumber = seq;
+    d.coll.func = "AllGather";
+    void* h = nullptr;
+    p->startEvent(ctx, &h, &d);
+    return h;
+  };
+  auto send = [&]() {
+    v5::EventDescr d = Descr(v5::kP2p, nullptr);
+    d.p2p.func = "Send";
+    d.p2p.peer = 1;
+    void* h = nullptr;
+    p->startEvent(ctx, &h, &d);
+    return h;
+  };
+  *answer = 0;  // outside the window: nothing is recorded
+  void* c1 = coll(1);
+  void* s0 = send();
+  EXPECT_EQ(c1, nullptr);
+  EXPECT_EQ(s0, nullptr);
+  *answer = 1;
+  void* s1 = send();
+  void* c2 = coll(2);
+  ASSERT_NE(s1, nullptr);
+  ASSERT_NE(c2, nullptr);
+  p->stopEvent(s1);
+  *answer = 0;  // an event recorded from its start is written at its stop
+  p->stopEvent(c2);
+  ASSERT_EQ(p->finalize(ctx), v5::kSuccess);
+  NcclRecords recs;
+  std::string err;
+  ASSERT_TRUE(ReadNcclRecords((dir / "emo-nccl-rank3.txt").string(), &recs, &err)) << err;
+  ASSERT_EQ(recs.comms.size(), 1u);
+  ASSERT_EQ(recs.records.size(), 2u);
+  EXPECT_EQ(recs.records[0].kind, NcclRecordKind::kP2p);
+  EXPECT_EQ(recs.records[0].seq, 1);  // the second send to rank 1: the first was counted, not recorded
+  EXPECT_EQ(recs.records[1].kind, NcclRecordKind::kColl);
+  EXPECT_EQ(recs.records[1].seq, 2);
+  unsetenv("CUDA_INJECTION64_PATH");
+  unsetenv("RANK");
+  fs::remove_all(dir);
+}
+
 // A file that cannot be written: one line on stderr naming it, and no recording afterwards.
 TEST(NcclProfiler, WriteErrorStopsRecording) {
   const fs::path dir = TempDir("emo-nccl-plugin-err");

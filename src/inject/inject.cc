@@ -4,7 +4,8 @@
 // and at exit writes one Kineto JSON file to $EMO_TRACE_DIR: emo-trace-rank<R>.json, R from the
 // launcher's variables (trace/launcher_rank.h: RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID),
 // else emo-trace-pid<P>.json. $EMO_TRACE_WARMUP and $EMO_TRACE_ITERATIONS (`emo trace --warmup M
-// --iterations N`) keep only N steps after M warm-up ones. With $EMO_TRACE_CONTROL set it records
+// --iterations N`) keep only N steps after M warm-up ones (and the NCCL plugin, which asks
+// EmoTraceRecording, records only during them). With $EMO_TRACE_CONTROL set it records
 // nothing until asked, then windows of iterations on request (trace/trace_control.h). Errors go to
 // stderr as one line each and never stop the traced program. With $EMO_PROFILE_RANGES set it
 // profiles kernel ranges instead of tracing (pack_profiler.h).
@@ -170,7 +171,20 @@ struct OnDemand {
 OnDemand* g_on_demand = nullptr;
 constexpr auto kPoll = std::chrono::milliseconds(50);
 
+// With --warmup and --iterations the same callback counts the steps as they begin, so that the
+// NCCL plugin in this process records only around the window (EmoTraceRecording, below).
+struct NcclGate {
+  int64_t warmup = 0, count = 0;
+  std::atomic<int64_t> steps{0};
+  std::atomic<bool> counting{false};  // the callback is subscribed
+};
+NcclGate g_gate;
+
 void OnStepBegins() {
+  if (!g_on_demand) {
+    g_gate.steps.fetch_add(1);
+    return;
+  }
   OnDemand& od = *g_on_demand;
   const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   if (od.steps.load() == 0) od.first_step_ns = now;
@@ -403,12 +417,30 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (const char* n = std::getenv("EMO_TRACE_ITERATIONS"); n && *n) {
     const char* m = std::getenv("EMO_TRACE_WARMUP");
     const long warmup = m && *m ? std::strtol(m, nullptr, 10) : 0, count = std::strtol(n, nullptr, 10);
-    if (warmup >= 0 && count >= 1)
+    if (warmup >= 0 && count >= 1) {
       g_state->converter->SetWindow(warmup, count);
-    else
+      g_gate.warmup = warmup;
+      g_gate.count = count;
+      CUpti_SubscriberHandle subscriber = nullptr;
+      if (Check(cuptiSubscribe(&subscriber, OnNvtx, nullptr), "cuptiSubscribe (NCCL records: the whole run)") &&
+          Check(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX),
+                "cuptiEnableDomain (NCCL records: the whole run)"))
+        g_gate.counting = true;
+    } else {
       Warn("EMO_TRACE_WARMUP / EMO_TRACE_ITERATIONS must be a count >= 0 and >= 1: tracing the whole run");
+    }
   }
   EnableKinds(true);
   std::atexit(WriteAtExit);
   return 1;
+}
+
+// Asked by libemo_nccl_profiler.so as each NCCL event starts (it finds this library through
+// CUDA_INJECTION64_PATH): whether the event belongs to the trace. With --warmup and --iterations,
+// during the window's steps (emo::NcclInTraceWindow); on demand, while a window records (from its
+// request on, so a little more than the window); else, or when the steps cannot be counted, always.
+extern "C" __attribute__((visibility("default"))) int EmoTraceRecording(void) {
+  if (g_on_demand) return g_on_demand->armed.load() ? 1 : 0;
+  if (!g_gate.counting.load()) return 1;
+  return emo::NcclInTraceWindow(g_gate.steps.load(), g_gate.warmup, g_gate.count) ? 1 : 0;
 }

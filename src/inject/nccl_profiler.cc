@@ -5,11 +5,18 @@
 // $EMO_TRACE_DIR/emo-nccl-rank<R>.txt (emo-nccl-pid<P>.txt without a launcher rank), the file
 // name `emo trace`'s injection library uses for the same process's trace, with ".txt".
 //
+// Under `emo trace --warmup M --iterations N` or `--on-demand`, an event is recorded only when the
+// process's injection library (libemo_inject.so, found through CUDA_INJECTION64_PATH) says at its
+// start that it belongs to the trace (EmoTraceRecording: during the window's steps), so that a long
+// job's file stays the size of its window and its launches line up with the window's NCCL kernels;
+// without that library, every event is.
+//
 // Cost: only CPU-side events are activated (no proxy, network or kernel-channel events); each
 // event takes a slot of a fixed ring and is written to a 1 MiB buffer when it stops, which is
 // appended to the file when full and at each communicator's finalize. Nothing here may stop the
 // user's job: every call returns success, and a write error prints one line naming the file and
 // ends recording for the process.
+#include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -74,6 +81,19 @@ struct State {
 };
 
 State* g_state = nullptr;
+
+// The injection library's EmoTraceRecording, looked up once (at the first event: NCCL starts
+// after CUDA, which loads that library first); null where there is none, and then every event is
+// recorded.
+using RecordingFn = int (*)();
+RecordingFn TraceGate() {
+  static const RecordingFn gate = []() -> RecordingFn {
+    const char* path = std::getenv("CUDA_INJECTION64_PATH");
+    void* lib = path && *path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+    return lib ? reinterpret_cast<RecordingFn>(dlsym(lib, "EmoTraceRecording")) : nullptr;
+  }();
+  return gate;
+}
 
 int64_t NowNs() {
   timespec ts{};
@@ -188,6 +208,15 @@ v5::Result StartEvent(void* context, void** handle, v5::EventDescr* d) {
   if (!s || !context || !d || !(d->type & kMask)) return v5::kSuccess;
   std::lock_guard<std::mutex> lock(s->mu);
   if (s->failed) return v5::kSuccess;
+  // NCCL numbers collectives only: the k-th Send to a peer pairs with the peer's k-th Recv. Counted
+  // for every send and receive, recorded or not, so that the ranks' numbers agree.
+  uint64_t p2p_seq = 0;
+  char p2p_func[24] = {};
+  if (d->type == v5::kP2p) {
+    CopyWord(p2p_func, sizeof p2p_func, d->p2p.func);
+    p2p_seq = s->p2p_seq[{static_cast<const Context*>(context)->comm, p2p_func, d->p2p.peer}]++;
+  }
+  if (const RecordingFn gate = TraceGate(); gate && gate() == 0) return v5::kSuccess;
   Slot* e = nullptr;
   for (size_t tries = 0; tries < kSlots && !e; ++tries) {
     Slot* c = &s->slots[s->cursor];
@@ -225,15 +254,13 @@ v5::Result StartEvent(void* context, void** handle, v5::EventDescr* d) {
       CopyWord(e->algo, sizeof e->algo, d->coll.algo);
       CopyWord(e->proto, sizeof e->proto, d->coll.proto);
       break;
-    case v5::kP2p: {
+    case v5::kP2p:
       e->count = d->p2p.count;
       e->peer_or_root = d->p2p.peer;
-      CopyWord(e->func, sizeof e->func, d->p2p.func);
+      std::memcpy(e->func, p2p_func, sizeof e->func);
       CopyWord(e->dtype, sizeof e->dtype, d->p2p.datatype);
-      // NCCL numbers collectives only: the k-th Send to a peer pairs with the peer's k-th Recv.
-      e->seq = s->p2p_seq[{e->ctx->comm, e->func, e->peer_or_root}]++;
+      e->seq = p2p_seq;
       break;
-    }
     case v5::kKernelLaunch:
       e->stream = d->kernelLaunch.stream;
       break;

@@ -91,6 +91,10 @@ int64_t StepOf(std::string_view name, int64_t next_emo_step) {
 
 bool IsStepRangeName(std::string_view name) { return StepOf(name, 0) >= 0; }
 
+bool NcclInTraceWindow(int64_t steps, int64_t warmup, int64_t count) {
+  return count <= 0 || (steps > warmup && steps <= warmup + count);
+}
+
 std::string KernelName(const char* name) {
   if (!name) return "kernel";
   if (std::strncmp(name, "_Z", 2) != 0) return name;

@@ -44,6 +44,12 @@ std::string BuiltinCallbackName(CUpti_CallbackDomain domain, CUpti_CallbackId cb
 std::string KernelName(const char* name);
 // Whether an NVTX range of this name marks an iteration ("ProfilerStep#N", "emo.step").
 bool IsStepRangeName(std::string_view name);
+// Whether NCCL's events belong to the trace while `steps` iteration ranges have begun, for a window
+// of SetWindow(warmup, count) (count 0: the whole run): from the start of the first kept step to
+// the start of the one after the last, so that the plugin's launch records line up with the
+// window's NCCL kernels one for one (libemo_nccl_profiler.so asks libemo_inject.so as each event
+// starts: EmoTraceRecording).
+bool NcclInTraceWindow(int64_t steps, int64_t warmup, int64_t count);
 // NCCL's (and RCCL's) kernels, which EMO treats as communication, not compute.
 bool IsCommKernelName(const std::string& name);
 

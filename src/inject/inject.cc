@@ -172,7 +172,7 @@ OnDemand* g_on_demand = nullptr;
 constexpr auto kPoll = std::chrono::milliseconds(50);
 
 // With --warmup and --iterations the same callback counts the steps as they begin, so that the
-// NCCL plugin in this process records only around the window (EmoTraceRecording, below).
+// NCCL plugin in this process records only during the window's steps (EmoTraceRecording, below).
 struct NcclGate {
   int64_t warmup = 0, count = 0;
   std::atomic<int64_t> steps{0};

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,8 @@ struct Job {
   std::vector<double> budgets;
   std::vector<FrequencyPolicy> answers;
   std::vector<std::string> said;
-  double plan_ms = 0;  // how long each plan holds the host (seconds on hardware, none in the simulator)
+  double plan_ms = 0;             // how long each plan holds the host (seconds on hardware, none in the simulator)
+  std::shared_future<void> hold;  // when valid, each plan waits for it (plans in the background)
   AdaptivePlayer player;
   ManualHost host{&player};
   double t_ns = 0;
@@ -33,9 +35,10 @@ struct Job {
       : player(
             o, &gpus,
             [this](const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* err) {
+              if (hold.valid()) hold.wait();
               windows.push_back(w);
               budgets.push_back(budget);
-              host.AdvanceTo(host.NowNs() + plan_ms * kMs);
+              if (plan_ms > 0) host.AdvanceTo(host.NowNs() + plan_ms * kMs);
               const size_t k = windows.size() - 1;
               if (k >= answers.size() || answers[k].gpus.empty()) {
                 *err = "no packs";
@@ -310,6 +313,47 @@ TEST(AdaptivePlayer, IterationsThatBeganWhileAPlanHeldTheHostAreNotThePolicys) {
   }
   EXPECT_EQ(late, std::vector<double>(10, 1005));
   EXPECT_EQ(at16, (std::vector<double>{1200, 1005}));
+}
+
+// With plans in the background (as on hardware) nothing holds the host: the iterations that start
+// while a plan runs arrive on time at default clocks, and the answer plays from the first start
+// after it is back; a check's re-search runs the same way, at default clocks meanwhile.
+TEST(AdaptivePlayer, PlansInTheBackgroundLeaveTheHostFree) {
+  AdaptiveOptions o = Options();
+  o.background = true;
+  Job job(o);
+  std::promise<void> release;
+  job.hold = release.get_future().share();
+  FrequencyPolicy at1005;
+  at1005.gpus.push_back({0, {{0, 1005}}});
+  job.answers = {At1200(), at1005};
+  job.Run(10, 100);  // the plan is asked at iteration 6's start and held there; 6-9 run at default clocks
+  ASSERT_EQ(job.player.plans().size(), 1u);
+  EXPECT_EQ(job.player.plans()[0].planned_at, 6);
+  EXPECT_TRUE(job.gpus.Sent(FakeGpus::Command::kLock, 0).empty());
+  release.set_value();
+  job.player.WaitForSearch();
+  ASSERT_EQ(job.windows.size(), 1u);
+  EXPECT_EQ(job.windows[0].first, 1);
+  EXPECT_EQ(job.windows[0].iterations, 4);
+  // Iteration 10's start takes the answer and plays it; 11-13 are the reference (102 ms: +2 %, less
+  // than 90 % of the 5 % budget), known at 14's start, which asks for a re-search.
+  job.Run(5, 102);  // 10-14
+  job.player.WaitForSearch();
+  ASSERT_EQ(job.budgets.size(), 2u);
+  EXPECT_GT(job.budgets[1], 0.05);
+  ASSERT_EQ(job.player.plans()[0].measured.size(), 1u);
+  EXPECT_NEAR(job.player.plans()[0].measured[0], 0.02, 1e-9);
+  job.Run(2, 102);  // 15 takes the re-search's answer: 1005 MHz
+  std::vector<std::pair<int, double>> locks;
+  for (const FakeGpus::Command& c : job.gpus.Sent(FakeGpus::Command::kLock, 0)) locks.emplace_back(c.step, c.value);
+  // Each lock is sent as the next iteration moves the test's time on: 10-13 at 1200 MHz (14 asked
+  // for the re-search instead of playing), 15 at 1005.
+  EXPECT_EQ(locks, (std::vector<std::pair<int, double>>{{11, 1200}, {12, 1200}, {13, 1200}, {14, 1200}, {16, 1005}}));
+  const std::vector<FakeGpus::Command> resets = job.gpus.Sent(FakeGpus::Command::kReset, 0);
+  ASSERT_FALSE(resets.empty());
+  EXPECT_EQ(resets.front().step, 14);  // the policy under check left while the re-search ran
+  job.player.Finish();
 }
 
 }  // namespace

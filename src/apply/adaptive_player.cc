@@ -108,8 +108,8 @@ bool AdaptivePlayer::ResetClocks() {
 }
 
 void AdaptivePlayer::Play(double now_ns) {
-  // On hardware a plan holds the host's thread for seconds, so an iteration start may arrive late:
-  // the change in force by now is made at once, the later ones when due.
+  // An iteration start may arrive late (a plan on the host's thread holds it for seconds): the
+  // change in force by now is made at once, the later ones when due.
   const double late_ns = host()->NowNs();
   for (const auto& g : policy_.gpus) {
     const ClockChange* in_force = nullptr;
@@ -156,22 +156,82 @@ void AdaptivePlayer::Check(int iteration, double now_ns) {
   }
   const bool enough = within && used >= 0.9 * o_.budget;
   if (!enough && static_cast<int>(p.searched.size()) < o_.searches) {
-    const double next = NextSearchBudget(o_.budget, p.searched.back(), used, within, &bracket_);
-    FrequencyPolicy policy;
-    std::string err;
-    if (plan_(p.window, next, &policy, &err)) {
-      if (say_)
-        say_(
-            fmt::format("emo: iteration {}: the policy searched at {:.2f} % ran {:+.2f} % (budget {:.1f} %): "
-                        "searching again at {:.2f} %",
-                        iteration, p.searched.back() * 100, used * 100, o_.budget * 100, next * 100));
-      p.searched.push_back(next);
-      StartPolicy(std::move(policy), iteration, now_ns);
-      return;
-    }
-    if (say_)
-      say_(fmt::format("emo: iteration {}: searching again at {:.2f} % failed: {}", iteration, next * 100, err));
+    Search(NextSearchBudget(o_.budget, p.searched.back(), used, within, &bracket_), false, iteration, now_ns);
+    return;
   }
+  Keep(iteration, now_ns);
+}
+
+AdaptivePlayer::Answer AdaptivePlayer::Ask(const PlanWindow& w, double budget) const {
+  Answer a;
+  a.budget = budget;
+  a.ok = plan_(w, budget, &a.policy, &a.error);
+  return a;
+}
+
+void AdaptivePlayer::Search(double budget, bool first, int iteration, double now_ns) {
+  const PlanWindow& w = first ? window_ : plans_[current_].window;
+  if (!o_.background) {
+    Answer a = Ask(w, budget);
+    if (first) {
+      Planned(std::move(a), iteration, now_ns);
+    } else {
+      Researched(std::move(a), iteration, now_ns);
+    }
+    return;
+  }
+  if (!first) ResetClocks();  // the policy under check has had its iterations: default clocks meanwhile
+  pending_first_ = first;
+  pending_ = std::async(std::launch::async, [this, w, budget] { return Ask(w, budget); });
+  state_ = State::kAwaiting;
+}
+
+void AdaptivePlayer::Planned(Answer a, int iteration, double now_ns) {
+  Plan& p = plans_[current_];
+  p.ok = a.ok;
+  p.error = a.error;
+  const double default_ms = Median(p.window.iteration_ms);
+  const int last = p.window.first + p.window.iterations - 1;
+  if (!p.ok) {
+    if (say_)
+      say_(fmt::format("emo: iteration {}: no plan from iterations {}..{}: {}; default clocks", iteration,
+                       p.window.first, last, p.error));
+    state_ = State::kHolding;
+    hold_reference_ms_ = default_ms;
+    return;
+  }
+  size_t changes = 0;
+  for (const auto& g : a.policy.gpus) changes += g.changes.size();
+  if (say_)
+    say_(fmt::format(
+        "emo: iteration {}: planned from iterations {}..{} ({:.1f} ms each at default clocks): {} clock changes per "
+        "iteration",
+        iteration, p.window.first, last, default_ms, changes));
+  best_.reset();
+  bracket_ = BudgetBracket();
+  StartPolicy(std::move(a.policy), iteration, now_ns);
+}
+
+void AdaptivePlayer::Researched(Answer a, int iteration, double now_ns) {
+  Plan& p = plans_[current_];
+  if (a.ok) {
+    if (say_)
+      say_(fmt::format(
+          "emo: iteration {}: the policy searched at {:.2f} % ran {:+.2f} % (budget {:.1f} %): searching again at "
+          "{:.2f} %",
+          iteration, p.searched.back() * 100, p.measured.back() * 100, o_.budget * 100, a.budget * 100));
+    p.searched.push_back(a.budget);
+    StartPolicy(std::move(a.policy), iteration, now_ns);
+    return;
+  }
+  if (say_)
+    say_(fmt::format("emo: iteration {}: searching again at {:.2f} % failed: {}", iteration, a.budget * 100, a.error));
+  Keep(iteration, now_ns);
+}
+
+void AdaptivePlayer::Keep(int iteration, double now_ns) {
+  Plan& p = plans_[current_];
+  const double default_ms = Median(p.window.iteration_ms);
   if (!best_) {
     if (say_)
       say_(
@@ -188,6 +248,7 @@ void AdaptivePlayer::Check(int iteration, double now_ns) {
     ResetClocks();
     policy_ = *best_;
   }
+  state_ = State::kPlaying;  // (after a re-search in the background: from kAwaiting)
   p.reference_ms = best_ms_;
   p.kept = policy_;
   guard_.emplace(o_.budget, default_ms);
@@ -248,33 +309,23 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
       Plan p;
       p.window = window_;
       p.planned_at = iteration;
-      FrequencyPolicy policy;
       const double budget = o_.budget > 0 ? o_.budget : o_.tolerance / 2;  // 0: as `emo optimize` does
-      p.ok = plan_(window_, budget, &policy, &p.error);
       p.searched.push_back(budget);
-      const double default_ms = Median(window_.iteration_ms);
-      const int last = window_.first + window_.iterations - 1;
       plans_.push_back(p);
       current_ = plans_.size() - 1;
       drifting_ = 0;
-      if (!p.ok) {
-        if (say_)
-          say_(fmt::format("emo: iteration {}: no plan from iterations {}..{}: {}; default clocks", iteration,
-                           window_.first, last, p.error));
-        state_ = State::kHolding;
-        hold_reference_ms_ = default_ms;
-        return;
+      Search(budget, true, iteration, now_ns);
+      return;
+    }
+
+    case State::kAwaiting: {
+      if (pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+      Answer a = pending_.get();
+      if (pending_first_) {
+        Planned(std::move(a), iteration, now_ns);
+      } else {
+        Researched(std::move(a), iteration, now_ns);
       }
-      size_t changes = 0;
-      for (const auto& g : policy.gpus) changes += g.changes.size();
-      if (say_)
-        say_(
-            fmt::format("emo: iteration {}: planned from iterations {}..{} ({:.1f} ms each at default clocks): {} "
-                        "clock changes per iteration",
-                        iteration, window_.first, last, default_ms, changes));
-      best_.reset();
-      bracket_ = BudgetBracket();
-      StartPolicy(std::move(policy), iteration, now_ns);
       return;
     }
 
@@ -334,7 +385,10 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
   }
 }
 
-void AdaptivePlayer::Finish() { ResetClocks(); }
+void AdaptivePlayer::Finish() {
+  WaitForSearch();  // (the planner gives up at once when the job has ended)
+  ResetClocks();
+}
 
 nlohmann::ordered_json AdaptivePlayer::Json() const {
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();

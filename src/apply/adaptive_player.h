@@ -10,7 +10,11 @@
 //            than `drift` restart it: a window must hold one phase.
 //   plan     at the start of the iteration after the window's last (so that its GPU work has
 //            ended), the planner gets the window and returns a policy, or says why not (the
-//            default clocks stay then, until the next drift).
+//            default clocks stay then, until the next drift). With `background` (on hardware,
+//            where a plan takes seconds: a trace of a few iterations and the search) it runs on a
+//            thread of its own, so the host keeps serving its other controllers and timers; the
+//            default clocks run until an iteration start finds the answer back. A check's
+//            re-search (below) runs the same way.
 //   playing  the policy at every iteration start. Its reference is the median of its first
 //            `reference` iterations (after one that lets the clocks land). A performance guard
 //            (performance_guard.h) on the window's median at default clocks and the policy's budget
@@ -32,6 +36,7 @@
 #pragma once
 
 #include <functional>
+#include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -59,6 +64,7 @@ struct AdaptiveOptions {
   int max_plans = 8;
   int searches = 4;           // searches per plan, the first included
   double tolerance = 0.0025;  // measured slowdown allowed above the budget (iteration-time noise)
+  bool background = false;    // plans on a thread of their own (see "plan" above)
 };
 
 // A window at default clocks: iterations [first, first + iterations), from start_ns to end_ns
@@ -91,11 +97,16 @@ class AdaptivePlayer : public Controller {
 
   void OnIterationStart(int iteration, double now_ns) override;
   void Finish() override;
+  // Returns once a search in the background (AdaptiveOptions::background) is back, to be taken at
+  // the next iteration start; at once when none runs.
+  void WaitForSearch() const {
+    if (pending_.valid()) pending_.wait();
+  }
 
   // What happened, for reports and tests.
   struct Plan {
     PlanWindow window;
-    int planned_at = 0;  // the iteration at whose start the planner ran
+    int planned_at = 0;  // the iteration at whose start the planner was asked
     bool ok = false;     // a policy came back (else `error` says why)
     std::string error;
     double reference_ms = 0;       // the kept policy's measured iteration time (0 until known)
@@ -111,7 +122,20 @@ class AdaptivePlayer : public Controller {
   nlohmann::ordered_json Json() const;
 
  private:
-  enum class State { kSettling, kWindow, kPlanning, kPlaying, kHolding };
+  enum class State { kSettling, kWindow, kPlanning, kAwaiting, kPlaying, kHolding };
+  // What the planner answered for a search at `budget`.
+  struct Answer {
+    bool ok = false;
+    FrequencyPolicy policy;
+    std::string error;
+    double budget = 0;
+  };
+  Answer Ask(const PlanWindow& w, double budget) const;  // on this thread
+  // The plan's first search (first) or a check's re-search, at once or in the background.
+  void Search(double budget, bool first, int iteration, double now_ns);
+  void Planned(Answer a, int iteration, double now_ns);     // the first search's answer
+  void Researched(Answer a, int iteration, double now_ns);  // a re-search's
+  void Keep(int iteration, double now_ns);  // the checks are over: the best policy within the budget, or none
   void StartWindow(int iteration, double now_ns);
   void Back(int iteration, double now_ns);  // default clocks, a new window after settling
   void Play(double now_ns);
@@ -145,7 +169,9 @@ class AdaptivePlayer : public Controller {
   bool changed_ = false;     // clocks were set since the last reset
   uint64_t generation_ = 0;  // bumps at every reset: timers of an older policy do nothing
   std::vector<Plan> plans_;
-  size_t current_ = 0;  // the plan in force: the last made, or one resumed
+  size_t current_ = 0;           // the plan in force: the last made, or one resumed
+  std::future<Answer> pending_;  // a search in the background
+  bool pending_first_ = false;
 };
 
 }  // namespace emo

@@ -180,16 +180,13 @@ int RunCommand(const RunOptions& opt) {
     po.profile = opt.profile;
     AdaptiveOptions ao;
     ao.budget = opt.adapt_pct / 100;
+    ao.background = true;  // a plan takes seconds here (trace, model, search): not on the host's thread
     SearchOptions so;
     so.budget = ao.budget;
     planner = std::make_unique<RunPlanner>(po, std::move(known), so, &clocks);
     adaptive = std::make_unique<AdaptivePlayer>(
         ao, gpus,
-        // A plan takes seconds here (trace, model, search) and holds the host's thread: the clocks of
-        // a policy under check must not stay meanwhile.
-        [&planner, gpus](const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* e) {
-          for (int g = 0; g < gpus->Count(); ++g)
-            if (!gpus->ResetClock(g, e)) return false;
+        [&planner](const PlanWindow& w, double budget, FrequencyPolicy* out, std::string* e) {
           return planner->Plan(w, budget, out, e);
         },
         [](const std::string& line) { fmt::print(stderr, "emo run: adapt: {}\n", line); });

@@ -54,7 +54,7 @@ bool SimAdaptive::Model(const PlanWindow& w, std::string* err) {
   if (!GraphAndPacks(m->trace, pack_ms_, &m->g, &report, &m->packing, err)) return false;
   sim::EngineOptions po;
   po.iterations = w.first + w.iterations;  // the program up to the window's end (its phases by iteration)
-  po.seed = seed_ + static_cast<uint64_t>(player_.plans().size());
+  po.seed = seed_ + models_++;
   po.record_trace = false;
   sim::SimMetricSource source(program_, po);
   if (!ProfilePacks(m->trace, m->g, m->packing, source, &m->pp, err)) return false;

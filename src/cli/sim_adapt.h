@@ -57,6 +57,7 @@ class SimAdaptive {
   SearchOptions so_;
   double pack_ms_;
   uint64_t seed_;
+  uint64_t models_ = 0;  // windows modelled so far (each profiles on a seed of its own)
   ClockSampler clocks_;
   AdaptivePlayer player_;
 };

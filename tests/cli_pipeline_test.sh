@@ -231,7 +231,9 @@ sys.exit(0 if j['default_run']['per_iteration'] and p['slowdown'] <= 0.05 and 'e
 
   # emo run --adapt: EMO's online loop on the fake NVML. The stand-in job is two processes (ranks 0
   # and 1) traced on demand: each registers in $EMO_TRACE_CONTROL and answers every request with its
-  # rank of the saved simulated trace; rank 0 announces 24 steps of the trace's iteration time.
+  # rank of the saved simulated trace; rank 0 announces steps of the trace's iteration time until
+  # EMO has locked a clock (in $FAKE_NVML_LOG: the plan runs in the background, for as long as it
+  # takes here) and 8 steps more, at least 24 and at most 200.
   cat >"$tmp/adapt_job.py" <<'PY'
 import os, shutil, socket, sys, threading, time
 src, control = sys.argv[1], os.environ["EMO_TRACE_CONTROL"]
@@ -260,10 +262,20 @@ if os.fork() == 0:
     os._exit(0)
 done = False
 threading.Thread(target=serve, args=(0, lambda: not done), daemon=True).start()
+def locked():
+    try:
+        return any(line.startswith("lock ") for line in open(os.environ["FAKE_NVML_LOG"]))
+    except FileNotFoundError:
+        return False
 steps = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-for _ in range(24):
+locked_at = None
+for k in range(200):
     steps.sendto(b"step", os.environ["EMO_STEP_SOCKET"])
     time.sleep(float(sys.argv[2]) / 1e3)
+    if locked_at is None and locked():
+        locked_at = k
+    if locked_at is not None and k >= max(23, locked_at + 8):
+        break
 done = True
 time.sleep(0.1)
 PY
@@ -286,7 +298,7 @@ sys.exit(0 if p and p[0]['ok'] and p[0]['window_iterations'] >= 4 else 1)\""
   python3 -c "
 import json; d = json.load(open('$tmp/ot-packs.json')); d['packs'] = d['packs'][1::4] + d['packs'][2::4] + d['packs'][3::4]
 json.dump(d, open('$tmp/ot-packs-some.json', 'w'))"
-  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_ENERGY_FROM_POWER=1 \
+  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml2.log" FAKE_NVML_ENERGY_FROM_POWER=1 \
     "$emo" run --adapt 5 --packs "$tmp/ot-packs-some.json" --profile "$workloads/../profiles/sim-a100.json" \
     --measure "$tmp/adapt2.json" -- python3 "$tmp/adapt_job.py" "$tmp/ot" "$iteration_ms" >/dev/null 2>"$tmp/adapt2.err"
   check "packs --packs never saw are reported with their share of the kernel time" bash -c "grep 'never saw' \

@@ -356,5 +356,23 @@ TEST(AdaptivePlayer, PlansInTheBackgroundLeaveTheHostFree) {
   job.player.Finish();
 }
 
+// A job that ends before its plan is back never plays it, and the report says so.
+TEST(AdaptivePlayer, APlanBackAfterTheJobEndedIsReportedNotPlayed) {
+  AdaptiveOptions o = Options();
+  o.background = true;
+  Job job(o);
+  std::promise<void> release;
+  job.hold = release.get_future().share();
+  job.answers = {At1200()};
+  job.Run(8, 100);  // asked at iteration 6's start; the job's last iteration is 7
+  release.set_value();
+  job.player.Finish();
+  ASSERT_EQ(job.player.plans().size(), 1u);
+  EXPECT_FALSE(job.player.plans()[0].ok);
+  EXPECT_EQ(job.player.plans()[0].error, "the job ended before its plan was back");
+  EXPECT_EQ(job.said.back(), "emo: no plan from iterations 1..4: the job ended before its plan was back");
+  EXPECT_TRUE(job.gpus.Sent(FakeGpus::Command::kLock, 0).empty());
+}
+
 }  // namespace
 }  // namespace emo

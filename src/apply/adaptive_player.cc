@@ -386,7 +386,15 @@ void AdaptivePlayer::OnIterationStart(int iteration, double now_ns) {
 }
 
 void AdaptivePlayer::Finish() {
-  WaitForSearch();  // (the planner gives up at once when the job has ended)
+  WaitForSearch();                                     // (the planner gives up at once when the job has ended)
+  if (state_ == State::kAwaiting && pending_first_) {  // the job ended first: the plan never played
+    Plan& p = plans_[current_];
+    const Answer a = pending_.get();
+    p.error = a.ok ? "the job ended before its plan was back" : a.error;
+    if (say_)
+      say_(fmt::format("emo: no plan from iterations {}..{}: {}", p.window.first,
+                       p.window.first + p.window.iterations - 1, p.error));
+  }
   ResetClocks();
 }
 

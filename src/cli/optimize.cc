@@ -94,9 +94,6 @@ bool WriteJson(const std::string& path, const nlohmann::ordered_json& j, std::st
   return static_cast<bool>(f);
 }
 
-// `emo optimize --trace`: the pipeline on a real job's measurements, without measured checks (the
-// job is not at hand): the policy of least predicted energy within the budget. The results JSON
-// goes to *result when given, else to --json.
 // The groups the search kept at or below the clock they ran at (SearchResult::held_ceiling): a
 // line, and per group the ceiling in MHz (null: none) for the JSON.
 nlohmann::ordered_json ReportHeld(const SearchResult& sr, const std::vector<int>& clocks_mhz) {
@@ -112,6 +109,9 @@ nlohmann::ordered_json ReportHeld(const SearchResult& sr, const std::vector<int>
   return j;
 }
 
+// `emo optimize --trace`: the pipeline on a real job's measurements, without measured checks (the
+// job is not at hand): the policy of least predicted energy within the budget. The results JSON
+// goes to *result when given, else to --json.
 int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = nullptr) {
   auto fail = [](const std::string& e) {
     fmt::print(stderr, "emo optimize: {}\n", e);

@@ -131,7 +131,8 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
     return false;
   }
   // The predictor counts from the first iteration's start where it precedes the graph's origin.
-  if (!in.iteration_start_ns.empty()) span_ns -= std::min(0.0, in.iteration_start_ns.front());
+  const double run_start_ns = in.iteration_start_ns.empty() ? 0.0 : std::min(0.0, in.iteration_start_ns.front());
+  span_ns -= run_start_ns;
   for (double w : run.power_w) in.measured_energy_j.push_back(w * span_ns * 1e-9);
   if (run.low.mhz <= 0 || run.low_power_w.empty()) return predictor->Init(std::move(in), err);
   if (run.low_power_w.size() != run.power_w.size()) {
@@ -151,8 +152,7 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
   for (auto& landings : s) landings = {{0, low}};
   Predictor::PassState state;
   const Predictor::Result r = predictor->Run(s, &state);
-  const double low_span_s =
-      (r.end_ns - std::min(0.0, in.iteration_start_ns.empty() ? 0.0 : in.iteration_start_ns.front())) * 1e-9;
+  const double low_span_s = (r.end_ns - run_start_ns) * 1e-9;
   const int nc = static_cast<int>(profile.clocks_mhz.size());
   const double f0 = profile.default_mhz, f1 = run.low.mhz;
   std::vector<double> m1(run.power_w.size(), 1);  // per GPU; 1 where it has no dynamic energy

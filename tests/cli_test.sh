@@ -89,6 +89,20 @@ if [ -d "$workloads" ]; then
     "import json,sys; g=json.load(open('$tmp/go.json'))['gpoeo']; it=json.load(open('$tmp/go-default.json'))['iteration_ms']/1e3; sys.exit(0 if abs(g['period_s'] - it) < 0.02 * it and 0 < g['chosen_mhz'] < 1410 and g['measured_time_ratio'] <= 1.06 else 1)"
   "$emo" gpoeo train --device sim:a100 -o "$tmp/gm" --workloads 4 --eval-workloads 2 --clocks 6 --controller-eval 1 >/dev/null 2>&1
   check "emo gpoeo train writes the models" bash -c "test -s '$tmp/gm/energy.json' && test -s '$tmp/gm/time.json' && grep -q eval_mape_time_pct '$tmp/gm/meta.json'"
+  # Counter features (the metrics table per period, as GPOEO profiles inside the job): the simulator
+  # offers them, the controller reads them, and NVML, which watches from outside, does not.
+  "$emo" gpoeo train --device sim:a100 --features counters -o "$tmp/gmc" --workloads 4 --eval-workloads 2 --clocks 6 \
+    --controller-eval 1 >/dev/null 2>&1
+  check "emo gpoeo train --features counters trains on the metrics table's ratios" python3 -c "
+import json, sys
+m = json.load(open('$tmp/gmc/meta.json'))
+sys.exit(0 if 'inst_per_cycle' in m['features'] and 'tensor_share' in m['features'] and len(m['controller_eval']) == 1 else 1)"
+  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 60 --controller "gpoeo:models=$tmp/gmc" \
+    --measure "$tmp/goc.json" >/dev/null 2>&1
+  check "gpoeo on counter models reads the counters" python3 -c "
+import json, sys
+f = json.load(open('$tmp/goc.json'))['gpoeo']['features']
+sys.exit(0 if f.get('inst_per_cycle', 0) > 0 and 0 < f.get('warps_per_cycle_frac', 0) <= 1 else 1)"
   # The kernel-mix corpus, the one a GPU trains on, through the simulator's BenchDevice: periodic
   # jobs of microbenchmark kernels, swept and written as such, and the controller run on one.
   "$emo" gpoeo train --device sim:a100 --corpus mix -o "$tmp/gmix" --workloads 6 --eval-workloads 3 --clocks 6 \

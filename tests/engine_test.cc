@@ -735,6 +735,37 @@ TEST(Engine, ActivityWindowsAreWorkOverTheWindowsPeak) {
   EXPECT_FALSE(no_gpm.StartActivity(0));
 }
 
+// Counter windows, as a profiler inside the job reads them (GPOEO's features): the metrics table
+// summed over the kernels that ended in each window, on every simulated device, consecutive
+// windows adding up to the whole.
+TEST(Engine, CounterWindowsSumTheKernelsThatEndedInThem) {
+  std::vector<Instr> code = {Cpu(30e6)};
+  for (int i = 0; i < 20; ++i) code.push_back(Launch(0)), code.push_back(Launch(1));
+  code.push_back(Make(Op::kStreamSync, 0));
+  const Program p = OneRank(code);
+  Engine e(p, Exact());
+  SimGpuControl gpus(&e);
+  ASSERT_TRUE(gpus.Offers(Reading::kCounters));
+  EXPECT_FALSE(gpus.ReadCounters(0).has_value()) << "no window open";
+  PackMetrics sum;
+  e.At(20e6, [&](double) { EXPECT_TRUE(gpus.StartCounters(0)); });  // before the first launch
+  for (double t = 60e6; t < 400e6; t += 40e6)
+    e.At(t, [&](double) {
+      const std::optional<PackMetrics> k = gpus.ReadCounters(0);
+      ASSERT_TRUE(k.has_value());
+      sum.Add(*k);
+    });
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  sum.Add(*gpus.ReadCounters(0));
+  EXPECT_EQ(sum.kernels, 40);
+  const KernelTraits &gemm = p.kernels[0].traits, &ew = p.kernels[1].traits;
+  EXPECT_NEAR(sum.v[kInstTensor], 20 * gemm.tensor_flop / sim::kFlopPerTensorInst, 0.03 * sum.v[kInstTensor]);
+  const double read = 20 * (gemm.dram_read_bytes + ew.dram_read_bytes);
+  EXPECT_NEAR(sum.v[kDramReadBytes], read, 0.03 * read);
+  EXPECT_FALSE(gpus.StartCounters(1)) << "no GPU 1";
+}
+
 // Same seed, same run; another seed, another run.
 TEST(Engine, SeededNoiseIsDeterministic) {
   std::vector<Instr> code;

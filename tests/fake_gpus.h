@@ -45,7 +45,9 @@ class FakeGpus : public GpuControl {
     limit[static_cast<size_t>(gpu)] = watts;
     return true;
   }
-  bool Offers(Reading r) const override { return r != missing && r != Reading::kActivity; }  // no GPM
+  bool Offers(Reading r) const override {  // no GPM, no counters
+    return r != missing && r != Reading::kActivity && r != Reading::kCounters;
+  }
   std::optional<double> PowerLimitW(int gpu) const override { return Get(Reading::kPowerLimit, limit, gpu); }
   bool PowerLimitRange(int, double* min_w, double* max_w) const override {
     *min_w = min_w_;

@@ -172,11 +172,11 @@ TEST(GpoeoModel, ActivityFeaturesAreMeansOverTheLastWholePeriods) {
   }
   const std::vector<double> t = GpoeoFeatures(telemetry, 0.1, 0.3, 400, 2000);
   const std::vector<double> f = GpoeoFeatures(both, 0.1, 0.3, 400, 2000);
-  ASSERT_EQ(t.size(), GpoeoFeatureNames(false).size());
-  ASSERT_EQ(f.size(), GpoeoFeatureNames(true).size());
+  ASSERT_EQ(t.size(), GpoeoFeatureNames(GpoeoFeatureSet::kTelemetry).size());
+  ASSERT_EQ(f.size(), GpoeoFeatureNames(GpoeoFeatureSet::kActivity).size());
   EXPECT_TRUE(std::equal(t.begin(), t.end(), f.begin()));  // the telemetry features come first, the same
   EXPECT_NEAR(f[0], (103.5 / 400), 1e-12);                 // mean power over samples 1..6 / limit
-  const std::vector<std::string> names = GpoeoFeatureNames(true);
+  const std::vector<std::string> names = GpoeoFeatureNames(GpoeoFeatureSet::kActivity);
   auto at = [&](const char* name) {
     return f[static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin())];
   };
@@ -191,11 +191,55 @@ TEST(GpoeoModel, ActivityFeaturesAreMeansOverTheLastWholePeriods) {
   GpoeoModels models;
   std::string err;
   ASSERT_TRUE(models.Load(std::string(EMO_MODELS_DIR) + "/gpoeo-sim-h100", &err)) << err;
-  EXPECT_TRUE(models.activity);
+  EXPECT_EQ(models.feature_set, GpoeoFeatureSet::kActivity);
   GpoeoPrediction pred;
   EXPECT_FALSE(models.Predict(t, {1500, 1980}, 1980, &pred, &err));
   EXPECT_EQ(err, "the models take 15 features, the readings gave 8 (no activity readings?)");
   EXPECT_TRUE(models.Predict(f, {1500, 1980}, 1980, &pred, &err)) << err;
+}
+
+// Counter features are ratios of the counters summed over the last whole periods. By hand: 4
+// samples 0.1 s apart, a 0.3 s period, so samples 1-3 count (sample 0's tensor instructions are
+// left out): 50 + 100 + 300 FMA and 50 + 100 + 100 LSU instructions over 100 + 200 + 400 active
+// cycles, 100 + 6000 + 2000 L1 bytes, 100 + 800 + 1200 L2 bytes, 1000 DRAM bytes (600 read, 400
+// written, in sample 3).
+TEST(GpoeoModel, CounterFeaturesAreRatiosOfTheLastWholePeriodsCounters) {
+  GpoeoSamples s;
+  auto sample = [&](double fma, double lsu, double tensor, double cycles, double l1, double l2, double read,
+                    double write) {
+    PackMetrics k;
+    k.v[kInstFma] = fma;
+    k.v[kInstLsu] = lsu;
+    k.v[kInstTensor] = tensor;
+    k.v[kSmCyclesActive] = cycles;
+    k.v[kWarpsPerActiveCycle] = 32;
+    k.v[kL1Bytes] = l1;
+    k.v[kL2Bytes] = l2;
+    k.v[kDramReadBytes] = read;
+    k.v[kDramWriteBytes] = write;
+    s.push(200, 0.8, 0.3, 1400, nullptr, &k);
+  };
+  sample(0, 0, 500, 100, 0, 0, 0, 0);
+  sample(50, 50, 0, 100, 100, 100, 0, 0);
+  sample(100, 100, 0, 200, 6000, 800, 0, 0);
+  sample(300, 100, 0, 400, 2000, 1200, 600, 400);
+  const std::vector<double> f = GpoeoFeatures(s, 0.1, 0.3, 400, 2000);
+  const std::vector<std::string> names = GpoeoFeatureNames(GpoeoFeatureSet::kCounters);
+  ASSERT_EQ(f.size(), names.size());
+  auto at = [&](const char* name) {
+    return f[static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin())];
+  };
+  EXPECT_NEAR(at("inst_per_cycle"), 700.0 / 700, 1e-12);
+  EXPECT_NEAR(at("warps_per_cycle_frac"), 0.5, 1e-12);
+  EXPECT_NEAR(at("l1_bytes_per_inst"), 8100.0 / 700, 1e-12);
+  EXPECT_NEAR(at("l2_bytes_per_inst"), 2100.0 / 700, 1e-12);
+  EXPECT_NEAR(at("dram_bytes_per_inst"), 1000.0 / 700, 1e-12);
+  EXPECT_NEAR(at("l2_per_l1"), 2100.0 / 8100, 1e-12);
+  EXPECT_NEAR(at("dram_per_l2"), 1000.0 / 2100, 1e-12);
+  EXPECT_NEAR(at("fma_share"), 450.0 / 700, 1e-12);
+  EXPECT_NEAR(at("lsu_share"), 250.0 / 700, 1e-12);
+  EXPECT_EQ(at("tensor_share"), 0);
+  EXPECT_EQ(at("alu_share"), 0);
 }
 
 // Per-iteration time and energy over iterations [first, last) of a run, with or without GPOEO.

@@ -79,6 +79,8 @@ class GpuView : public GpuControl {
   }
   bool StartActivity(int gpu) override { return base_->StartActivity(BaseIndex(gpu)); }
   std::optional<Activity> ReadActivity(int gpu) override { return base_->ReadActivity(BaseIndex(gpu)); }
+  bool StartCounters(int gpu) override { return base_->StartCounters(BaseIndex(gpu)); }
+  std::optional<PackMetrics> ReadCounters(int gpu) override { return base_->ReadCounters(BaseIndex(gpu)); }
   std::string error() const override { return base_->error(); }
 
  private:

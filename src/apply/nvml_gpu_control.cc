@@ -345,6 +345,7 @@ std::optional<double> NvmlGpuControl::ClockMhz(int gpu) const {
 }
 
 bool NvmlGpuControl::Offers(Reading r) const {
+  if (r == Reading::kCounters) return false;  // counters are read inside the job (CUPTI), not through NVML
   if (r != Reading::kActivity) return true;
   return std::all_of(gpus_.begin(), gpus_.end(), [](const Gpu& g) { return g.gpm; });
 }

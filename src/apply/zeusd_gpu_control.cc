@@ -235,6 +235,7 @@ bool ZeusdGpuControl::Offers(Reading r) const {
     case Reading::kMemoryUtilization:
     case Reading::kClock:
     case Reading::kActivity:
+    case Reading::kCounters:
       return false;  // zeusd has no route for them
   }
   return false;

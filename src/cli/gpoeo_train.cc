@@ -88,9 +88,9 @@ std::string SpecName(const nlohmann::json& s) {
   return name;
 }
 
-// What a run's features are read from: none (a probe or a sweep's other clocks), the telemetry,
-// or the telemetry and the activity counters.
-enum class Features { kNone, kTelemetry, kActivity };
+// What a run's features are read from: none (a probe or a sweep's other clocks), or a feature set.
+using Features = std::optional<GpoeoFeatureSet>;
+constexpr Features kNoFeatures = std::nullopt;
 
 // One run: per-iteration time and energy over the iterations after the warm-up, and telemetry at
 // kSampleMs as the controller reads it.
@@ -113,10 +113,10 @@ bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, 
     for (int g = 0; g < n; ++g) gpus.SetLockedClock(g, mhz, err);
   std::vector<double> sample_t;
   GpoeoSamples samples;
-  GpoeoActivity activity(&gpus, kSampleMs * 1e-3);
-  if (features == Features::kActivity && !activity.Start(err)) return false;
+  GpoeoWindows windows(&gpus, features.value_or(GpoeoFeatureSet::kTelemetry), kSampleMs * 1e-3);
+  if (features && !windows.Start(err)) return false;
   std::string read_err;
-  if (features != Features::kNone)
+  if (features)
     e.Every(kSampleMs, [&](double now) {
       double p = 0, u = 0, m = 0, c = 0;
       for (int g = 0; g < n; ++g) {
@@ -126,10 +126,8 @@ bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, 
         c += e.ClockMhz(g);
       }
       sample_t.push_back(now);
-      if (features != Features::kActivity)
-        samples.push(p, u / n, m / n, c / n);
-      else if (read_err.empty() && activity.Tick(&read_err))
-        samples.push(p, u / n, m / n, c / n, &activity.last());
+      if (read_err.empty() && windows.Tick(&read_err))
+        samples.push(p, u / n, m / n, c / n, windows.activity(), windows.counters());
     });
   double t0 = -1, e0 = 0;
   e.OnIterationStart([&](int it, double now) {
@@ -147,7 +145,7 @@ bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, 
   const double measured = iterations - kWarmup;
   out->iteration_s = (e.end_ns() - t0) * 1e-9 / measured;
   out->iteration_j = (e1 - e0) / measured;
-  if (features != Features::kNone) {
+  if (features) {
     size_t first = 0;
     while (first < sample_t.size() && sample_t[first] < t0) ++first;
     double limit = 0;
@@ -205,14 +203,14 @@ bool Sweep(const nlohmann::json& spec, const std::vector<int>& clocks, Features 
   // A short probe of the iteration time decides whether the job suits GPOEO's sampling (periods of
   // 0.1-4 s; the controller samples every 20 ms) and how long to run it.
   RunResult probe;
-  if (!RunAt(out->program, 0, 3, seed, Features::kNone, &probe, err)) return false;
+  if (!RunAt(out->program, 0, 3, seed, kNoFeatures, &probe, err)) return false;
   *usable = probe.iteration_s >= 0.1 && probe.iteration_s <= 4;
   if (!*usable) return true;
   const int iterations = IterationsFor(probe.iteration_s);
   RunResult base;
   if (!RunAt(out->program, 0, iterations, seed, features, &base, err)) return false;
   return SweepClocks(clocks, base, out, [&](int mhz, RunResult* r) {
-    return RunAt(out->program, mhz, iterations, seed + static_cast<uint64_t>(mhz), Features::kNone, r, err);
+    return RunAt(out->program, mhz, iterations, seed + static_cast<uint64_t>(mhz), kNoFeatures, r, err);
   });
 }
 
@@ -282,18 +280,19 @@ bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Meas
   struct Poll {
     double t, energy, power, util, mem, clock;
     Activity activity;
+    PackMetrics counters;
   };
   std::vector<Poll> polls;
   std::string read_err;
   double limit_w = 0;
-  std::unique_ptr<GpoeoActivity> activity;
+  std::unique_ptr<GpoeoWindows> windows;
   auto start = [&](GpuControl& gpus) {
     if (mhz > 0 && !gpus.SetLockedClock(0, mhz, &read_err))
       read_err = "locking " + std::to_string(mhz) + " MHz: " + read_err;
     limit_w = gpus.PowerLimitW(0).value_or(0);
-    if (features != Features::kActivity) return;
-    activity = std::make_unique<GpoeoActivity>(&gpus, kSampleMs * 1e-3);
-    if (std::string e; !activity->Start(&e) && read_err.empty()) read_err = e;
+    if (!features) return;
+    windows = std::make_unique<GpoeoWindows>(&gpus, *features, kSampleMs * 1e-3);
+    if (std::string e; !windows->Start(&e) && read_err.empty()) read_err = e;
   };
   auto poll = [&](GpuControl& gpus, double now) {
     const auto e = gpus.EnergyJ(0), p = gpus.PowerW(0), u = gpus.Utilization(0), m = gpus.MemoryUtilization(0),
@@ -302,8 +301,9 @@ bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Meas
       if (read_err.empty()) read_err = "telemetry: " + gpus.error();
       return;
     }
-    if (activity && read_err.empty() && !activity->Tick(&read_err)) return;
-    polls.push_back({now, *e, *p, *u, *m, *c, activity ? activity->last() : Activity{}});
+    if (windows && read_err.empty() && !windows->Tick(&read_err)) return;
+    polls.push_back({now, *e, *p, *u, *m, *c, windows && windows->activity() ? *windows->activity() : Activity{},
+                     windows && windows->counters() ? *windows->counters() : PackMetrics{}});
   };
   JobRun run;
   if (!dev.RunJob(job, iterations, kSampleMs, start, poll, &run, err)) return false;
@@ -332,7 +332,8 @@ bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Meas
     GpoeoSamples samples;
     for (size_t i = first; i < last; ++i)
       samples.push(polls[i].power, polls[i].util, polls[i].mem, polls[i].clock,
-                   features == Features::kActivity ? &polls[i].activity : nullptr);
+                   features == GpoeoFeatureSet::kActivity ? &polls[i].activity : nullptr,
+                   features == GpoeoFeatureSet::kCounters ? &polls[i].counters : nullptr);
     out->features = GpoeoFeatures(samples, kSampleMs * 1e-3, out->iteration_s, limit_w, dev.SupportedClocks().back());
   }
   return true;
@@ -343,12 +344,12 @@ bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Meas
 bool SweepJob(BenchDevice& dev, MixJob job, const std::vector<int>& clocks, Features features, Swept* out, bool* usable,
               std::string* err) {
   RunResult probe;
-  if (!RunJobAt(dev, job, 0, 4, Measure::kTime, Features::kNone, &probe, err)) return false;
+  if (!RunJobAt(dev, job, 0, 4, Measure::kTime, kNoFeatures, &probe, err)) return false;
   if (probe.iteration_s < 0.1) {
     const int k = static_cast<int>(std::ceil(0.12 / probe.iteration_s));
     for (auto& [b, n] : job.launches) n *= k;
     job.host_gap_ms *= k;
-    if (!RunJobAt(dev, job, 0, 4, Measure::kTime, Features::kNone, &probe, err)) return false;
+    if (!RunJobAt(dev, job, 0, 4, Measure::kTime, kNoFeatures, &probe, err)) return false;
   }
   *usable = probe.iteration_s >= 0.1 && probe.iteration_s <= 4;
   if (!*usable) return true;
@@ -359,7 +360,7 @@ bool SweepJob(BenchDevice& dev, MixJob job, const std::vector<int>& clocks, Feat
   RunResult base;
   if (!RunJobAt(dev, job, 0, iterations, Measure::kFeatures, features, &base, err)) return false;
   return SweepClocks(clocks, base, out, [&](int mhz, RunResult* r) {
-    return RunJobAt(dev, job, mhz, iterations, Measure::kEnergy, Features::kNone, r, err);
+    return RunJobAt(dev, job, mhz, iterations, Measure::kEnergy, kNoFeatures, r, err);
   });
 }
 
@@ -515,14 +516,18 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
     return 1;
   }
   const std::string device_name = bench->Name();
-  const bool offers_activity = dev ? dev->gpm : cuda.gpu->Offers(Reading::kActivity);
-  if (opt.features == "activity" && !offers_activity) {
-    fmt::print(stderr, "emo gpoeo train: --features activity: {} offers no {} reading\n", device_name,
-               ReadingName(Reading::kActivity));
+  // The simulator offers counters on every device and activity where the product has GPM.
+  auto offers = [&](Reading r) { return dev ? r != Reading::kActivity || dev->gpm : cuda.gpu->Offers(r); };
+  const GpoeoFeatureSet features = opt.features == "counters"    ? GpoeoFeatureSet::kCounters
+                                   : opt.features == "telemetry" ? GpoeoFeatureSet::kTelemetry
+                                   : opt.features == "activity" || offers(Reading::kActivity)
+                                       ? GpoeoFeatureSet::kActivity
+                                       : GpoeoFeatureSet::kTelemetry;
+  if (!offers(GpoeoFeatureReading(features))) {
+    fmt::print(stderr, "emo gpoeo train: --features {}: {} offers no {} reading\n", opt.features, device_name,
+               ReadingName(GpoeoFeatureReading(features)));
     return 1;
   }
-  const Features features =
-      opt.features == "telemetry" || !offers_activity ? Features::kTelemetry : Features::kActivity;
   // The clocks swept: `clocks` spread evenly over the supported ones, the default (highest) included.
   const std::vector<int> all = bench->SupportedClocks();
   std::vector<int> clocks;
@@ -556,8 +561,8 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
   std::vector<float> x, e, t;
   Rows(train, max_mhz, &x, &e, &t);
   GpoeoModels models;
-  models.activity = features == Features::kActivity;
-  const size_t cols = GpoeoFeatureNames(models.activity).size() + 1;
+  models.feature_set = features;
+  const size_t cols = GpoeoFeatureNames(features).size() + 1;
   GbtParams p;
   p.rounds = 300;
   p.max_depth = 4;

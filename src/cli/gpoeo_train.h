@@ -15,8 +15,9 @@ struct GpoeoTrainOptions {
   std::string corpus;               // "workloads" (generated workload specs, the simulator only) or "mix"
                                     // (kernel-mix jobs, any device); "": workloads in the simulator, mix on a GPU
   std::string eval_corpus;          // the held-out corpus's kind; "": the same as corpus
-  std::string features;             // "telemetry" or "activity" (telemetry and NVML GPM activity); "":
-                                    // activity where the device offers it
+  std::string features;             // "telemetry", "activity" (telemetry and NVML GPM activity) or "counters"
+                                    // (telemetry and the metrics table per period); "": activity where the
+                                    // device offers it
   std::string out;                  // MODEL_DIR
   int train_workloads = 48;         // generated workload specs in the training corpus
   int eval_workloads = 16;          // in the held-out corpus (generated from another seed, disjoint)

@@ -323,9 +323,11 @@ int main(int argc, char** argv) {
                  "the held-out corpus's kind, workloads or mix (default: the training corpus's): models trained on "
                  "kernel-mix jobs can be judged on the simulator's workloads");
   gt->add_option("--features", gtrain.features,
-                 "telemetry (power, utilisation, clock: every GPU back end but zeusd) or activity (those and NVML's "
-                 "GPM activity counters, Hopper and later); default: activity where the device offers it")
-      ->check(CLI::IsMember({"telemetry", "activity"}));
+                 "telemetry (power, utilisation, clock: every GPU back end but zeusd), activity (those and NVML's "
+                 "GPM activity counters, Hopper and later) or counters (telemetry and the metrics table's counters per "
+                 "period, as GPOEO profiles them inside the job: the simulator only); default: activity where the "
+                 "device offers it")
+      ->check(CLI::IsMember({"telemetry", "activity", "counters"}));
   gt->add_option("-o,--output", gtrain.out, "MODEL_DIR to write (meta.json, energy.json, time.json, corpus.json)")
       ->required();
   gt->add_option("--workloads", gtrain.train_workloads, "generated workloads in the training corpus")

@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "device/metric_source.h"
+
 namespace emo {
 
-enum class Reading { kEnergy, kPower, kUtilization, kMemoryUtilization, kClock, kPowerLimit, kActivity };
+enum class Reading { kEnergy, kPower, kUtilization, kMemoryUtilization, kClock, kPowerLimit, kActivity, kCounters };
 
 inline const char* ReadingName(Reading r) {
   switch (r) {
@@ -35,6 +37,8 @@ inline const char* ReadingName(Reading r) {
       return "power limit";
     case Reading::kActivity:
       return "SM activity (GPM)";
+    case Reading::kCounters:
+      return "performance counter";
   }
   return "?";
 }
@@ -87,6 +91,13 @@ class GpuControl {
   // window shorter than kActivityMinWindowS is refused (nullopt) and stays open.
   virtual bool StartActivity(int /*gpu*/) { return false; }
   virtual std::optional<Activity> ReadActivity(int /*gpu*/) { return std::nullopt; }
+  // Performance counter windows (where Offers(Reading::kCounters)): DESIGN.md's metrics table
+  // (PackMetrics) summed over the kernels that ran on `gpu` since the window opened, as a profiler
+  // inside the job reads them (CUPTI's range profiler over a user range; GPOEO's original profiles
+  // that way, GPOEO.md §3). StartCounters opens one; each ReadCounters returns the window's and
+  // opens the next. A back end that watches the job from outside (NVML, the Zeus daemon) has none.
+  virtual bool StartCounters(int /*gpu*/) { return false; }
+  virtual std::optional<PackMetrics> ReadCounters(int /*gpu*/) { return std::nullopt; }
   // The last read that failed, or "".
   virtual std::string error() const { return ""; }
 };

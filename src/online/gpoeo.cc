@@ -271,14 +271,16 @@ Gpoeo::Gpoeo(GpuControl* gpus, const GpoeoOptions& options) : gpus_(gpus), o_(op
          " (train with `emo gpoeo train` and pass models=DIR)");
     return;
   }
-  if (models_.activity) {  // activity windows from now on, read as GpoeoActivity says
-    if (!gpus_->Offers(Reading::kActivity)) {
-      Fail(dir + ": the models take activity features, and this GPU back end offers no " +
-           ReadingName(Reading::kActivity) + " reading (train models without: `emo gpoeo train --features telemetry`)");
+  if (models_.feature_set != GpoeoFeatureSet::kTelemetry) {  // windows from now on, read as GpoeoWindows says
+    const Reading needed = GpoeoFeatureReading(models_.feature_set);
+    if (!gpus_->Offers(needed)) {
+      Fail(dir + ": the models take " + GpoeoFeatureSetName(models_.feature_set) +
+           " features, and this GPU back end offers no " + ReadingName(needed) +
+           " reading (train models without: `emo gpoeo train --features telemetry`)");
       return;
     }
-    activity_ = std::make_unique<GpoeoActivity>(gpus_, Dt());
-    if (!activity_->Start(&err)) {
+    windows_ = std::make_unique<GpoeoWindows>(gpus_, models_.feature_set, Dt());
+    if (!windows_->Start(&err)) {
       Fail(err);
       return;
     }
@@ -405,7 +407,7 @@ void Gpoeo::Tick(double now_ns) {
     gpu_m.push_back(*mem);
   }
   const double n = gpus_->Count();
-  if (std::string err; activity_ && !activity_->Tick(&err)) {
+  if (std::string err; windows_ && !windows_->Tick(&err)) {
     Fail(err);
     return;
   }
@@ -417,7 +419,8 @@ void Gpoeo::Tick(double now_ns) {
   // The sample joins the measurement: the trace, and each reading's updates.
   auto record = [&] {
     if (trace_.size() == 0) trace_start_s_ = now_s_;
-    trace_.push(p, u / n, m / n, c / n, activity_ ? &activity_->last() : nullptr);
+    trace_.push(p, u / n, m / n, c / n, windows_ ? windows_->activity() : nullptr,
+                windows_ ? windows_->counters() : nullptr);
     for (int g = 0; g < gpus_->Count(); ++g) {
       const size_t i = static_cast<size_t>(g);
       series_[3 * i].Add(now_s_, gpu_p[i]);
@@ -748,7 +751,7 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                        {"old_power_w", c.old_power_w},
                        {"new_power_w", c.new_power_w}});
   nlohmann::ordered_json features = nlohmann::ordered_json::object();  // by name, as the models take them
-  const std::vector<std::string> names = GpoeoFeatureNames(models_.activity);
+  const std::vector<std::string> names = GpoeoFeatureNames(models_.feature_set);
   for (size_t i = 0; i < features_.size() && i < names.size(); ++i) features[names[i]] = features_[i];
   *findings = {{"state", StateName(state_)},
                {"objective", ObjectiveName(o_.objective)},

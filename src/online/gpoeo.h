@@ -6,9 +6,10 @@
 // (the period or the power drifting), which starts it over. Spec: ../shared/reference/GPOEO.md.
 //
 // Where EMO's GPOEO differs from upstream, and why:
-// - Features are telemetry and, where the GPUs offer them, NVML's GPM activity counters, not CUPTI
-//   counters (gpoeo_model.h): online methods reach the GPU only through GpuControl, and GPM needs
-//   no injection into the job.
+// - Features are telemetry and, as the models were trained, NVML's GPM activity counters or the
+//   metrics table's counters per period (gpoeo_model.h). Upstream profiles CUPTI counters inside the
+//   job; online methods reach the GPU only through GpuControl, whose NVML back end has telemetry and
+//   GPM (no injection into the job) and whose simulator also has the counters (Reading::kCounters).
 // - All GPUs of the job share one clock, and GPOEO's signal is their summed power and mean
 //   utilisation: the ranks of a tensor- or data-parallel job wait for each other, so a clock
 //   chosen per GPU would be measured through the others'.
@@ -222,11 +223,11 @@ class Gpoeo : public OnlineMethod {
   // greater than the clocks'.
   bool LooksAliased(const Probed& p) const;
   std::vector<double> features_;
-  std::unique_ptr<GpoeoActivity> activity_;  // where the models take activity features
-  std::vector<double> gpu_util_;             // per GPU, the latest utilisation reading
-  std::vector<double> idle_since_s_;         // per GPU, the first of the idle readings running now; -1: busy
-  std::vector<bool> idle_locked_;            // per GPU, the idle watchdog holds the lowest clock
-  std::vector<bool> worked_;                 // per GPU, it ran a kernel since detection (re)started
+  std::unique_ptr<GpoeoWindows> windows_;  // where the models take activity or counter features
+  std::vector<double> gpu_util_;           // per GPU, the latest utilisation reading
+  std::vector<double> idle_since_s_;       // per GPU, the first of the idle readings running now; -1: busy
+  std::vector<bool> idle_locked_;          // per GPU, the idle watchdog holds the lowest clock
+  std::vector<bool> worked_;               // per GPU, it ran a kernel since detection (re)started
   int idle_drops_ = 0;
   int predicted_mhz_ = 0;
   double predicted_energy_ = 1, predicted_time_ = 1;

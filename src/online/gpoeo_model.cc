@@ -1,4 +1,4 @@
-// gpoeo_model.cc — GPOEO's telemetry and activity features and the energy/time model pair.
+// gpoeo_model.cc — GPOEO's features (telemetry, activity, counters) and the energy/time model pair.
 #include "online/gpoeo_model.h"
 
 #include <algorithm>
@@ -14,22 +14,25 @@ void GpoeoSamples::clear() {
   mem_util.clear();
   clock_mhz.clear();
   activity.clear();
+  counters.clear();
 }
 
-void GpoeoSamples::push(double p, double u, double m, double c, const Activity* a) {
+void GpoeoSamples::push(double p, double u, double m, double c, const Activity* a, const PackMetrics* k) {
   power_w.push_back(p);
   util.push_back(u);
   mem_util.push_back(m);
   clock_mhz.push_back(c);
   if (a) activity.push_back(*a);
+  if (k) counters.push_back(*k);
 }
 
 GpoeoSamples GpoeoSamples::Slice(size_t begin, size_t end) const {
   GpoeoSamples out;
   end = std::min(end, size());
-  const bool with_activity = activity.size() == size();
+  const bool with_activity = activity.size() == size(), with_counters = counters.size() == size();
   for (size_t i = begin; i < end; ++i)
-    out.push(power_w[i], util[i], mem_util[i], clock_mhz[i], with_activity ? &activity[i] : nullptr);
+    out.push(power_w[i], util[i], mem_util[i], clock_mhz[i], with_activity ? &activity[i] : nullptr,
+             with_counters ? &counters[i] : nullptr);
   return out;
 }
 
@@ -43,37 +46,75 @@ void AddActivity(Activity* sum, const Activity& a, double w) {
   sum->dram_bw_util += w * a.dram_bw_util;
 }
 
-GpoeoActivity::GpoeoActivity(GpuControl* gpus, double dt_s)
-    : gpus_(gpus), every_(static_cast<int>(std::floor(kActivityMinWindowS / dt_s * (1 + 1e-9))) + 1) {}
+const char* GpoeoFeatureSetName(GpoeoFeatureSet set) {
+  switch (set) {
+    case GpoeoFeatureSet::kTelemetry:
+      return "telemetry";
+    case GpoeoFeatureSet::kActivity:
+      return "activity";
+    case GpoeoFeatureSet::kCounters:
+      return "counters";
+  }
+  return "?";
+}
 
-bool GpoeoActivity::Start(std::string* err) {
+Reading GpoeoFeatureReading(GpoeoFeatureSet set) {
+  return set == GpoeoFeatureSet::kActivity   ? Reading::kActivity
+         : set == GpoeoFeatureSet::kCounters ? Reading::kCounters
+                                             : Reading::kEnergy;
+}
+
+GpoeoWindows::GpoeoWindows(GpuControl* gpus, GpoeoFeatureSet set, double dt_s)
+    : gpus_(gpus),
+      set_(set),
+      every_(set == GpoeoFeatureSet::kActivity
+                 ? static_cast<int>(std::floor(kActivityMinWindowS / dt_s * (1 + 1e-9))) + 1
+                 : 1) {}
+
+bool GpoeoWindows::Start(std::string* err) {
+  if (set_ == GpoeoFeatureSet::kTelemetry) return true;
   for (int g = 0; g < gpus_->Count(); ++g)
-    if (!gpus_->StartActivity(g)) {
-      *err = "GPU " + std::to_string(g) + ": cannot open an activity window: " + gpus_->error();
+    if (!(set_ == GpoeoFeatureSet::kActivity ? gpus_->StartActivity(g) : gpus_->StartCounters(g))) {
+      *err = "GPU " + std::to_string(g) + ": cannot open " +
+             (set_ == GpoeoFeatureSet::kActivity ? "an activity" : "a counter") + " window: " + gpus_->error();
       return false;
     }
   return true;
 }
 
-bool GpoeoActivity::Tick(std::string* err) {
-  if (++ticks_ % every_ != 0) return true;
+bool GpoeoWindows::Tick(std::string* err) {
+  if (set_ == GpoeoFeatureSet::kTelemetry || ++ticks_ % every_ != 0) return true;
   Activity mean;
+  PackMetrics sum;
   const double n = gpus_->Count();
   for (int g = 0; g < gpus_->Count(); ++g) {
-    const std::optional<Activity> a = gpus_->ReadActivity(g);
-    if (!a) {
-      *err = "GPU " + std::to_string(g) + ": activity read failed: " + gpus_->error();
-      return false;
+    if (set_ == GpoeoFeatureSet::kActivity) {
+      const std::optional<Activity> a = gpus_->ReadActivity(g);
+      if (!a) {
+        *err = "GPU " + std::to_string(g) + ": activity read failed: " + gpus_->error();
+        return false;
+      }
+      AddActivity(&mean, *a, 1 / n);
+    } else {
+      const std::optional<PackMetrics> k = gpus_->ReadCounters(g);
+      if (!k) {
+        *err = "GPU " + std::to_string(g) + ": counter read failed: " + gpus_->error();
+        return false;
+      }
+      sum.Add(*k);
     }
-    AddActivity(&mean, *a, 1 / n);
   }
-  last_ = mean;
+  activity_ = mean;
+  counters_ = sum;
   return true;
 }
 
-std::vector<std::string> GpoeoFeatureNames(bool activity) {
+std::vector<std::string> GpoeoFeatureNames(GpoeoFeatureSet set) {
   std::vector<std::string> names(std::begin(kGpoeoFeatureNames), std::end(kGpoeoFeatureNames));
-  if (activity) names.insert(names.end(), std::begin(kGpoeoActivityFeatureNames), std::end(kGpoeoActivityFeatureNames));
+  if (set == GpoeoFeatureSet::kActivity)
+    names.insert(names.end(), std::begin(kGpoeoActivityFeatureNames), std::end(kGpoeoActivityFeatureNames));
+  if (set == GpoeoFeatureSet::kCounters)
+    names.insert(names.end(), std::begin(kGpoeoCounterFeatureNames), std::end(kGpoeoCounterFeatureNames));
   return names;
 }
 
@@ -112,6 +153,18 @@ std::vector<double> GpoeoFeatures(const GpoeoSamples& s, double dt_s, double per
     f.insert(f.end(), {mean.sm_util, mean.sm_occupancy, mean.integer_util, mean.fp32_util, mean.fp64_util,
                        mean.tensor_util, mean.dram_bw_util});
   }
+  if (s.counters.size() == s.size() && n > 0) {
+    PackMetrics sum;
+    for (size_t i = begin; i < s.size(); ++i) sum.Add(s.counters[i]);
+    const auto& v = sum.v;
+    const double inst = v[kInstAlu] + v[kInstFma] + v[kInstFp64] + v[kInstLsu] + v[kInstTensor];
+    auto ratio = [](double a, double b) { return b > 0 ? a / b : 0; };
+    const double dram = v[kDramReadBytes] + v[kDramWriteBytes];
+    f.insert(f.end(), {ratio(inst, v[kSmCyclesActive]), v[kWarpsPerActiveCycle] / 64, ratio(v[kL1Bytes], inst),
+                       ratio(v[kL2Bytes], inst), ratio(dram, inst), ratio(v[kL2Bytes], v[kL1Bytes]),
+                       ratio(dram, v[kL2Bytes]), ratio(v[kInstAlu], inst), ratio(v[kInstFma], inst),
+                       ratio(v[kInstFp64], inst), ratio(v[kInstLsu], inst), ratio(v[kInstTensor], inst)});
+  }
   return f;
 }
 
@@ -134,19 +187,22 @@ bool GpoeoModels::Load(const std::string& dir, std::string* err) {
     *err = meta_path + ": not a JSON object";
     return false;
   }
-  const nlohmann::ordered_json features = meta.value("features", nlohmann::ordered_json());
-  if (features == nlohmann::ordered_json(GpoeoFeatureNames(true)))
-    activity = true;
-  else if (features == nlohmann::ordered_json(GpoeoFeatureNames(false)))
-    activity = false;
-  else {
+  const nlohmann::ordered_json names = meta.value("features", nlohmann::ordered_json());
+  bool known = false;
+  for (GpoeoFeatureSet set : {GpoeoFeatureSet::kTelemetry, GpoeoFeatureSet::kActivity, GpoeoFeatureSet::kCounters})
+    if (names == nlohmann::ordered_json(GpoeoFeatureNames(set))) {
+      feature_set = set;
+      known = true;
+    }
+  if (!known) {
     *err = meta_path + ": features differ from this build's (" + std::to_string(kGpoeoFeatures) +
            " telemetry features, then perhaps " + std::to_string(std::size(kGpoeoActivityFeatureNames)) +
-           " activity ones): retrain with `emo gpoeo train`";
+           " activity ones or " + std::to_string(std::size(kGpoeoCounterFeatureNames)) +
+           " counter ones): retrain with `emo gpoeo train`";
     return false;
   }
   if (!energy.Load(dir + "/energy.json", err) || !time.Load(dir + "/time.json", err)) return false;
-  const size_t cols = GpoeoFeatureNames(activity).size() + 1;
+  const size_t cols = GpoeoFeatureNames(feature_set).size() + 1;
   if (energy.cols() != cols || time.cols() != cols) {
     *err = dir + ": the models take " + std::to_string(energy.cols()) + " features, not " + std::to_string(cols);
     return false;
@@ -162,7 +218,7 @@ bool GpoeoModels::Save(const std::string& dir, std::string* err) const {
     return false;
   }
   nlohmann::ordered_json m = meta;
-  m["features"] = GpoeoFeatureNames(activity);
+  m["features"] = GpoeoFeatureNames(feature_set);
   std::ofstream f(dir + "/meta.json");
   f << m.dump(2) << "\n";
   if (!f) {
@@ -174,9 +230,13 @@ bool GpoeoModels::Save(const std::string& dir, std::string* err) const {
 
 bool GpoeoModels::Predict(const std::vector<double>& features, const std::vector<int>& mhz, double max_clock_mhz,
                           GpoeoPrediction* out, std::string* err) const {
-  if (features.size() != GpoeoFeatureNames(activity).size()) {
-    *err = "the models take " + std::to_string(GpoeoFeatureNames(activity).size()) + " features, the readings gave " +
-           std::to_string(features.size()) + (activity ? " (no activity readings?)" : "");
+  const size_t want = GpoeoFeatureNames(feature_set).size();
+  if (features.size() != want) {
+    *err = "the models take " + std::to_string(want) + " features, the readings gave " +
+           std::to_string(features.size()) +
+           (feature_set != GpoeoFeatureSet::kTelemetry
+                ? std::string(" (no ") + GpoeoFeatureSetName(feature_set) + " readings?)"
+                : std::string());
     return false;
   }
   std::vector<float> x;

@@ -6,6 +6,7 @@
 #include "apply/controller.h"
 #include "device/gpu_control.h"
 #include "sim/engine.h"
+#include "sim/sim_metric_source.h"
 
 namespace emo::sim {
 
@@ -30,7 +31,8 @@ class SimGpuControl : public GpuControl {
     e_->SetPowerLimit(gpu, watts);
     return true;
   }
-  // Every reading; activity (GPM) on the products that have it.
+  // Every reading; activity (GPM) on the products that have it. Activity and counter windows
+  // share the engine's one counter window per GPU, so a controller reads one kind or the other.
   bool Offers(Reading r) const override { return r != Reading::kActivity || e_->Spec(0).gpm; }
   std::optional<double> EnergyJ(int gpu) const override { return Valid(gpu) ? e_->EnergyCounterJ(gpu) : Nothing(); }
   std::optional<double> PowerW(int gpu) const override { return Valid(gpu) ? e_->PowerW(gpu) : Nothing(); }
@@ -57,6 +59,18 @@ class SimGpuControl : public GpuControl {
     const CounterValues window = e_->StopCounters(gpu);
     StartActivity(gpu);
     return ActivityOf(e_->Spec(gpu), window);
+  }
+  bool StartCounters(int gpu) override {
+    if (!Valid(gpu)) return false;
+    e_->StartCounters(gpu);
+    window_start_ns_[static_cast<size_t>(gpu)] = e_->now_ns();
+    return true;
+  }
+  std::optional<PackMetrics> ReadCounters(int gpu) override {
+    if (!Valid(gpu) || window_start_ns_[static_cast<size_t>(gpu)] < 0) return std::nullopt;
+    const CounterValues window = e_->StopCounters(gpu);
+    StartCounters(gpu);
+    return ToPackMetrics(window, e_->ClockMhz(gpu));
   }
 
  private:

@@ -121,6 +121,29 @@ TEST(GpoeoPeriod, RefinementMeasuresThePeriodToAFewTenthsOfAPercent) {
   }
 }
 
+// Readings every 100 ms. A 0.1865 s iteration shows as its alias 1/(10 − 1/0.1865) = 0.2156 s; a
+// clock 2.9 % slower shortens that to 0.2088 s (3.2 %), which the alias explains with a time ratio
+// (10 − 1/0.2156)/(10 − 1/0.2088) = 1.029. A 1.552 s period read 1.536 s (1 % shorter) at a probe
+// looks like the alias of a 0.1069 s iteration, timed at 1.0007; 1.545 s (0.45 % shorter) does not.
+// Once taken for that alias, a probe that reads 1.60 s (3 % longer) refutes it: the 0.1069 s
+// iteration, at most 1.2 × 1.02 as long at that clock (0.131 s), can show neither as 1.60 s
+// directly nor as an alias, which only shrinks. A 0.205 s period (the alias of 0.1952 s) read as
+// 0.210 s refutes nothing: the iteration slowed to 0.210 s, across two readings, reads so directly.
+// (On the 3080 Ti pipeline job that called for the refutation, the 1.552 s job, taken for a
+// 0.107 s one, settled 14.8 % slower, every lower clock measured as costing under 0.2 %.)
+TEST(GpoeoAlias, AShrinkSuggestsItAndAGrowthTooLongForTheIterationRefutesIt) {
+  EXPECT_TRUE(GpoeoShrinkLooksAliased(0.1, 0.2156, 0.2088, 1.05));
+  EXPECT_FALSE(GpoeoShrinkLooksAliased(0.1, 0.2156, 0.2088, 1.005));  // 1.029 > 1.02 × 1.005
+  EXPECT_TRUE(GpoeoShrinkLooksAliased(0.1, 1.552, 1.536, 1.2));
+  EXPECT_FALSE(GpoeoShrinkLooksAliased(0.1, 1.552, 1.545, 1.2));
+  EXPECT_FALSE(GpoeoShrinkLooksAliased(0.1, 1.552, 1.60, 1.2));
+  EXPECT_FALSE(GpoeoShrinkLooksAliased(0.1, 0.18, 0.15, 1.2));  // 0.15 s is no alias on a 0.1 s grid
+  EXPECT_TRUE(GpoeoGrowthRefutesAlias(0.1, 1.552, 1.60, 1.2));
+  EXPECT_FALSE(GpoeoGrowthRefutesAlias(0.1, 1.552, 1.56, 1.2));  // 0.5 % longer: within the noise
+  EXPECT_FALSE(GpoeoGrowthRefutesAlias(0.1, 0.205, 0.210, 1.2));
+  EXPECT_FALSE(GpoeoGrowthRefutesAlias(0.1, 0.2156, 0.2088, 1.05));
+}
+
 TEST(Gpoeo, OptionsAndRefusals) {
   MethodOptions m;
   GpoeoOptions o;

@@ -33,10 +33,11 @@ constexpr double kIdleS = 2.0;               // the idle watchdog: this long wit
 constexpr double kIdleUtil = 0.005;          // utilisation that NVML reports as 0 %
 constexpr double kFoldRange = 0.05;          // the fold refines a spectral period within ±5 %
 constexpr double kAliasTolerance = 1.02;     // a time ratio may exceed the clocks' ratio by this much
-// A readings' period that shrank by more than this at a lower clock is an alias (LooksAliased). At
-// the first probes, a few points slower, the alias of an iteration just under two readings shrinks
-// by only 1-2 % (0.1865 s at +2.9 %: its 0.2128 s alias to 0.2088 s); at kImplausiblySooner, as
-// until 2026-12-04, such jobs were read directly and held at the default clock.
+// A readings' period that shrank by more than this at a lower clock is an alias
+// (GpoeoShrinkLooksAliased); one that then grew by more than this refutes it (GpoeoGrowthRefutesAlias).
+// At the first probes, a few points slower, the alias of an iteration just under two readings
+// shrinks by only 1-2 % (0.1865 s at +2.9 %: its 0.2128 s alias to 0.2088 s); at kImplausiblySooner,
+// as until 2026-12-04, such jobs were read directly and held at the default clock.
 constexpr double kAliasShrink = 0.99;
 // A lower clock measured faster than a higher one by more than this contradicts it (the probes'
 // time ratios are within about a point of the truth where the period is read right).
@@ -305,6 +306,7 @@ void Gpoeo::Restart(double now_s) {
   idle_locked_.assign(static_cast<size_t>(gpus_->Count()), false);
   worked_.assign(static_cast<size_t>(gpus_->Count()), false);
   alias_ = false;
+  alias_refuted_ = false;
   probed_.clear();
   ClearTrace();
   start_s_ = now_s;
@@ -578,6 +580,18 @@ int GpoeoSearchBoundIterations(const GpoeoOptions& o, double period_s) {
   return static_cast<int>(std::ceil(1.1 * GpoeoSearchBoundS(o, period_s) / period_s));
 }
 
+bool GpoeoShrinkLooksAliased(double update_s, double period_s, double probe_s, double slowest) {
+  if (update_s <= 0 || probe_s <= 0 || probe_s / period_s >= kAliasShrink) return false;
+  const double fs = 1 / update_s;
+  if (1 / probe_s >= fs / 2) return false;  // not an alias on this grid either
+  return (fs - 1 / period_s) / (fs - 1 / probe_s) <= kAliasTolerance * slowest;
+}
+
+bool GpoeoGrowthRefutesAlias(double update_s, double period_s, double probe_s, double slowest) {
+  if (update_s <= 0 || probe_s * kAliasShrink <= period_s) return false;
+  return probe_s > kAliasTolerance * slowest / (1 / update_s - 1 / period_s);
+}
+
 void Gpoeo::StartProbe(int clock_index) {
   probe_ = clock_index;
   Lock(clocks_[static_cast<size_t>(clock_index)]);
@@ -602,7 +616,7 @@ void Gpoeo::Ratios(const Probed& p, double* e, double* t) const {
   *e = p.power_w / ref_power_w_ * *t;
   // A lower clock cannot run faster, nor slower than in proportion to the clock: such a
   // measurement saw something other than the period (a sub-multiple, a phase change).
-  const double slowest = static_cast<double>(clocks_.back()) / clocks_[static_cast<size_t>(p.clock)];
+  const double slowest = Slowest(p.clock);
   auto plausible = [&](double r) { return r >= kImplausiblySooner && r <= kAliasTolerance * slowest; };
   // The readings show an iteration R and its alias partner A = 1/(1/update − 1/R) alike. Where the
   // reference's iteration may be one just under two updates (A0 ≥ 2 updates / (1 + cap + 1 point)),
@@ -624,12 +638,18 @@ void Gpoeo::Ratios(const Probed& p, double* e, double* t) const {
   if (!plausible(*t)) *e = *t = kInf;
 }
 
-bool Gpoeo::LooksAliased(const Probed& p) const {
-  if (alias_ || update_s_ <= 0 || p.period_s <= 0 || p.period_s / period_s_ >= kAliasShrink) return false;
-  const double fs = 1 / update_s_, a = 1 / period_s_, a_probe = 1 / p.period_s;
-  if (a_probe >= fs / 2) return false;  // not an alias on this grid either
-  const double t = (fs - a) / (fs - a_probe);
-  return t <= kAliasTolerance * static_cast<double>(clocks_.back()) / clocks_[static_cast<size_t>(p.clock)];
+double Gpoeo::Slowest(int clock) const {
+  return static_cast<double>(clocks_.back()) / clocks_[static_cast<size_t>(clock)];
+}
+
+void Gpoeo::RecordAgain() {
+  search_ = std::make_unique<GpoeoSearch>(static_cast<int>(clocks_.size()), probed_.front().clock, o_.step,
+                                          o_.max_probes, o_.objective, o_.max_slowdown);
+  for (const Probed& q : probed_) {
+    double e = kInf, t = kInf;
+    Ratios(q, &e, &t);
+    search_->Record(q.clock, e, t);
+  }
 }
 
 void Gpoeo::EndProbe(double now_s) {
@@ -638,7 +658,7 @@ void Gpoeo::EndProbe(double now_s) {
   // reference's) through its alias; both until a probe has shown which (GPOEO.md §2 Candidates 3
   // keeps [0.8, 1.5]·Tp, which can hold neither).
   GpoeoPeriodOptions po;
-  const double r_max = kAliasTolerance * clocks_.back() / clocks_[static_cast<size_t>(probe_)];
+  const double slowest = Slowest(probe_), r_max = kAliasTolerance * slowest;
   const double r_min = kImplausiblySooner;
   po.keep_min_s = alias_ ? kInf : r_min * period_s_;
   po.keep_max_s = alias_ ? 0 : r_max * period_s_;
@@ -655,20 +675,21 @@ void Gpoeo::EndProbe(double now_s) {
     probed.power_w = MeanPower(trace_start_s_, probed.period_s);
   }
   probed_.push_back(probed);
-  double e = kInf, t = kInf;
-  if (LooksAliased(probed)) {
+  if (!alias_ && !alias_refuted_ && GpoeoShrinkLooksAliased(update_s_, period_s_, probed.period_s, slowest)) {
     // The readings' period shrank at a lower clock: an iteration shorter than two updates, seen
-    // through its alias. The search starts over on the iteration's periods behind the aliases,
-    // every probe so far measured again through them.
+    // through its alias. The search starts over on the iteration's periods behind the aliases.
     alias_ = true;
-    const int n_clocks = static_cast<int>(clocks_.size());
-    search_ = std::make_unique<GpoeoSearch>(n_clocks, probed_.front().clock, o_.step, o_.max_probes, o_.objective,
-                                            o_.max_slowdown);
-    for (const Probed& q : probed_) {
-      Ratios(q, &e, &t);
-      search_->Record(q.clock, e, t);
-    }
+    RecordAgain();
+  } else if (alias_ && GpoeoGrowthRefutesAlias(update_s_, period_s_, probed.period_s, slowest)) {
+    // And grew at another: the shrink was noise, and the readings show the iteration itself.
+    // Through the alias, a long period (1.55 s, the alias of 0.107 s) hides the slowdown: a 3080 Ti
+    // pipeline job whose first probe read 1 % shorter settled 14.8 % slower, every lower probe
+    // measured as no slower, until this check.
+    alias_ = false;
+    alias_refuted_ = true;
+    RecordAgain();
   } else {
+    double e = kInf, t = kInf;
     Ratios(probed, &e, &t);
     search_->Record(probe_, e, t);
   }
@@ -760,6 +781,7 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                {"period_s", period_s()},
                {"readings_period_s", period_s_},
                {"aliased", alias_},
+               {"alias_refuted", alias_refuted_},
                {"features", features},
                {"predicted_mhz", predicted_mhz_},
                {"predicted_energy_ratio", predicted_energy_},
@@ -788,6 +810,11 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
         fmt::format("gpoeo: the readings' period, {:.3f} s, shrank at a lower clock: it is the alias of a {:.3f} s "
                     "iteration, under two of the readings' {:.0f} ms updates; the probes are measured through it",
                     period_s_, period_s(), 1e3 * update_s_));
+  if (alias_refuted_)
+    lines->push_back(
+        fmt::format("gpoeo: the readings' period, {:.3f} s, shrank at one lower clock and grew at another, which "
+                    "no alias can: the first shrink was noise, and the probes read the iteration directly",
+                    period_s_));
   if (chosen_mhz_ > 0) {
     std::string tried;
     for (const GpoeoSearch::Probe& pr : last_probes_)

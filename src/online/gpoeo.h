@@ -26,10 +26,12 @@
 //   past the detection trace's first second.
 // - An iteration under two of the readings' updates shows as its alias (10 Hz minus its frequency
 //   on a 100 ms grid), which a lower clock shortens: a probe whose period shrank by what the clocks'
-//   ratio can explain switches the search to the iteration behind the alias (LooksAliased). A probe
-//   looks only for periods its clock can produce, directly or through the alias (upstream keeps
-//   [0.8, 1.5]·Tp). Two probes that put a lower clock faster than a higher one are measured again,
-//   then distrusted (GpoeoSearch::contradiction). Upstream has neither.
+//   ratio can explain switches the search to the iteration behind the alias, and one whose period
+//   then grew, which no alias can, switches it back (GpoeoShrinkLooksAliased,
+//   GpoeoGrowthRefutesAlias). A probe looks only for periods its clock can produce, directly or
+//   through the alias (upstream keeps [0.8, 1.5]·Tp).
+//   Two probes that put a lower clock faster than a higher one are measured again, then distrusted
+//   (GpoeoSearch::contradiction). Upstream has neither.
 // - Aperiodic phases keep the default clock (upstream's IPS proxy needs counters).
 // - Phase changes are checked at a fixed interval, without upstream's back-off.
 // - The idle watchdog (upstream: a process of its own, for its one GPU) acts per GPU and only while
@@ -75,6 +77,17 @@ bool ParseGpoeoOptions(const MethodOptions& m, GpoeoOptions* out, std::string* e
 double GpoeoSearchBoundS(const GpoeoOptions& o, double period_s, double update_s = 0.1);
 // The same in iterations of period_s, a tenth more (periods at lower clocks run up to 15 % longer).
 int GpoeoSearchBoundIterations(const GpoeoOptions& o, double period_s);
+
+// Two checks on the period of readings updated every update_s: period_s at the default clock,
+// probe_s at a lower clock that can make the iteration at most `slowest` times longer (the clocks'
+// ratio). The probe's is over 1 % shorter, which a lower clock cannot cause, and the alias of an
+// iteration 1/(1/update_s − 1/period_s) long would explain it with a time ratio no greater than
+// the clocks': the readings show an iteration under two updates through its alias.
+bool GpoeoShrinkLooksAliased(double update_s, double period_s, double probe_s, double slowest);
+// Once the readings are taken for that alias, a probe's is over 1 % longer than period_s, which the
+// alias of a slower iteration cannot be, and too long to be that iteration read directly (slowed
+// across two updates): the shrink that suggested the alias was the measurement's noise.
+bool GpoeoGrowthRefutesAlias(double update_s, double period_s, double probe_s, double slowest);
 
 // The local search over supported clocks (indices into an ascending list), driven by measurements:
 // Next() names the clock to measure, Record() takes its energy and time relative to the default
@@ -201,9 +214,12 @@ class Gpoeo : public OnlineMethod {
   GpoeoPeriod detected_;
   double period_s_ = 0, ref_power_w_ = 0;  // the readings' period (an alias's when alias_) and power
   double update_s_ = 0;                    // the readings' update interval
-  // Set when a probe's period shrank at a lower clock (LooksAliased): the readings show an
+  // Set when a probe's period shrank at a lower clock (GpoeoShrinkLooksAliased): the readings show an
   // iteration shorter than two update intervals through its alias, at 1/update − 1/iteration.
   bool alias_ = false;
+  // Set when a later probe refuted the alias (GpoeoGrowthRefutesAlias): the readings are read directly from
+  // then on, until the search starts over.
+  bool alias_refuted_ = false;
   // The period the readings show alike with period_s: 1/(1/update − 1/period_s).
   double AliasPartner(double period_s) const;
   // The iteration's period behind a period of the readings.
@@ -218,10 +234,10 @@ class Gpoeo : public OnlineMethod {
   // infinite when no period was found or the time ratio cannot be (under 0.97, or over the
   // clocks' ratio).
   void Ratios(const Probed& p, double* e, double* t) const;
-  // The probe's period is shorter than the reference's (which a lower clock cannot cause), and an
-  // alias of an iteration 1/(1/update − 1/period) long would explain it with a time ratio no
-  // greater than the clocks'.
-  bool LooksAliased(const Probed& p) const;
+  // How many times longer the probe's clock can make the iteration at most (the clocks' ratio).
+  double Slowest(int clock) const;
+  // A new search from the first probe's clock, every probe so far measured again as alias_ says.
+  void RecordAgain();
   std::vector<double> features_;
   std::unique_ptr<GpoeoWindows> windows_;  // where the models take activity or counter features
   std::vector<double> gpu_util_;           // per GPU, the latest utilisation reading

@@ -27,19 +27,19 @@ std::vector<int> A100Clocks() {
 }
 
 // What a scripted GPU reports over a period spent at a clock.
-struct Reading {
+struct Telemetry {
   double util_pct, mem_util_pct, power_w;
 };
 
 // Runs `ticks` 200 ms periods: before each tick the fake reports what the period at the clock
 // last locked (1410 MHz after a reset) produced.
-void RunTicks(Geepafs* c, FakeGpus* gpus, int ticks, const std::function<Reading(double mhz)>& at) {
+void RunTicks(Geepafs* c, FakeGpus* gpus, int ticks, const std::function<Telemetry(double mhz)>& at) {
   for (int t = 0; t < ticks; ++t) {
     gpus->step = t;
     double mhz = 1410;
     for (const auto& cmd : gpus->commands)
       if (cmd.gpu == 0) mhz = cmd.what == FakeGpus::Command::kLock ? cmd.value : 1410;
-    const Reading r = at(mhz);
+    const Telemetry r = at(mhz);
     gpus->clock[0] = mhz;
     gpus->util[0] = r.util_pct / 100;
     gpus->mem_util[0] = r.mem_util_pct / 100;
@@ -51,7 +51,7 @@ void RunTicks(Geepafs* c, FakeGpus* gpus, int ticks, const std::function<Reading
 // Memory utilisation linear in the clock, 60 % busy, power rising steeply: GEEPAFS's bound from
 // the line is 1330 MHz, but 60 % utilisation caps it at 1410/(0.1·(1 + 100/60 − 1) + 1) = 1208.6,
 // which rounds up to 1215 MHz; the most efficient probe (1110) is lower.
-Reading Linear(double mhz) {
+Telemetry Linear(double mhz) {
   const std::map<double, double> power = {{1110, 100}, {1215, 150}, {1320, 200}, {1410, 250}};
   return {60, 0.1 * mhz - 61, power.count(mhz) ? power.at(mhz) : 250};
 }
@@ -129,7 +129,7 @@ TEST(Geepafs, NoMemoryActivityOrABadFitFallsBackToTheCap) {
 TEST(Geepafs, IdleGpusAreNotProbed) {
   FakeGpus gpus(1, "A100-SXM4-80GB", A100Clocks(), 100, 500);
   Geepafs c(&gpus, GeepafsOptions{});
-  RunTicks(&c, &gpus, 200, [](double) { return Reading{0, 0, 60}; });
+  RunTicks(&c, &gpus, 200, [](double) { return Telemetry{0, 0, 60}; });
   // The start-up probe always runs; later ones need ≥ 1 % average utilisation.
   EXPECT_EQ(gpus.Sent(FakeGpus::Command::kLock, 0).size(), 9u);
 }

@@ -39,6 +39,7 @@ struct Fixture {
     PredictorInput in;
     in.graph = &g;
     in.packing = &pk;
+    in.split_at_landings = true;  // as emo optimize
     for (int f = 210; f <= 1410; f += 15) in.clocks_mhz.push_back(f);
     in.default_clock = static_cast<int>(in.clocks_mhz.size()) - 1;
     for (size_t p = 0; p < pk.packs(); ++p)

@@ -68,6 +68,32 @@ TEST(Predict, ALandingChangesThePacksThatStartAfterIt) {
   EXPECT_NEAR(p.Run({{{0, 0}}}).end_ns, 40.001e6, 1e-3);
 }
 
+// With split_at_landings the same landing at 5 ms falls inside pack 0 (1 µs to 10.001 ms): its
+// first 4.999 ms are 0.4999 of its work at the default clock, the other 0.5001 take 10.002 ms at
+// 1000 MHz; it ends at 15.002 ms, and pack 1 takes 20 ms to 35.002 ms. Energy: pack 0 0.4999 × 3 J
+// + 0.5001 × 2 J = 2.4999 J, pack 1 2 J; the packs' time is 35.001 ms, which leaves 1 µs outside
+// them, at 50 W as above. A landing at 10.5 ms slows pack 1 from there: 0.0499 of it done, the
+// rest 19.002 ms, to 29.502 ms. Without the split it changed nothing.
+TEST(Predict, SplitAtLandingsALandingInsideAKernelSlowsTheRestOfIt) {
+  const PackedGraph pg = Chain({1e3, 10e6, 10e6});
+  Predictor p;
+  std::string err;
+  PredictorInput in = TwoPacks(pg, 6.0001);
+  in.split_at_landings = true;
+  ASSERT_TRUE(p.Init(in, &err)) << err;
+  const Predictor::Result r = p.Run({{{5e6, 0}}});
+  EXPECT_NEAR(r.end_ns, 35.002e6, 1e-3);
+  EXPECT_NEAR(r.energy_j, 2.4999 + 2 + 50 * 1e-6, 1e-9);
+  EXPECT_NEAR(p.Run({{{10.5e6, 0}}}).end_ns, 29.502e6, 1e-3);
+  // Both at 1000 MHz from 0 and back to the default at 30 ms, 9.999 ms into pack 1 (20.001 ms to
+  // 40.001 ms at 1000 MHz): 0.49995 of it done, the rest 5.0005 ms at the default, to 35.0005 ms.
+  EXPECT_NEAR(p.Run({{{0, 0}, {30e6, 1}}}).end_ns, 35.0005e6, 1e-3);
+  // Landings before, between or after the kernels: as without the split.
+  EXPECT_NEAR(p.Run({{{0, 0}}}).end_ns, 40.001e6, 1e-3);
+  EXPECT_NEAR(p.Run({{{30e6, 0}}}).end_ns, 20.001e6, 1e-3);
+  EXPECT_NEAR(p.base().energy_j, 6.0001, 1e-9);
+}
+
 // The iteration began 1 s before the graph's origin (host work before the first CUDA call): the
 // GPU idles from then on. Unlocked (an empty schedule), its gaps draw the idle power the traced
 // run showed (30 W: the driver had lowered the idle clock); locked at any clock, that clock's.
@@ -268,12 +294,23 @@ void ExpectRunFromMatchesRun(Predictor& pred, uint32_t seed, int chains, int len
   EXPECT_GT(computed, 0);
 }
 
+// The same predictor with split_at_landings.
+void ExpectRunFromMatchesRunSplit(const Predictor& unsplit, uint32_t seed, int chains, int length) {
+  PredictorInput in = unsplit.input();
+  in.split_at_landings = true;
+  Predictor pred;
+  std::string err;
+  ASSERT_TRUE(pred.Init(in, &err)) << err;
+  ExpectRunFromMatchesRun(pred, seed, chains, length);
+}
+
 TEST(PredictFrom, MatchesTheWholePassOnRandomInstances) {
   for (uint32_t seed : {1u, 2u, 3u, 4u, 5u}) {
     SCOPED_TRACE(seed);
     RandomInstance inst(seed, 12);
     ASSERT_EQ(inst.err, "");
     ExpectRunFromMatchesRun(inst.pred, seed, 20, 20);
+    ExpectRunFromMatchesRunSplit(inst.pred, seed, 20, 20);
   }
 }
 
@@ -291,6 +328,7 @@ TEST(PredictFrom, MatchesTheWholePassWithGuessedIterationStarts) {
     std::string err;
     ASSERT_TRUE(pred.Init(in, &err)) << err;
     ExpectRunFromMatchesRun(pred, seed, 10, 20);
+    ExpectRunFromMatchesRunSplit(pred, seed, 10, 20);
   }
 }
 
@@ -300,6 +338,7 @@ TEST(PredictFrom, MatchesTheWholePassOnASimulatedPipeline) {
   ASSERT_EQ(inst.err, "");
   ASSERT_EQ(inst.pred.iterations(), 3);
   ExpectRunFromMatchesRun(inst.pred, 8, 4, 10);
+  ExpectRunFromMatchesRunSplit(inst.pred, 8, 4, 10);
 }
 
 }  // namespace

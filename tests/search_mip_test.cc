@@ -13,6 +13,20 @@
 namespace emo {
 namespace {
 
+// The program restates packs at one clock: a predictor that splits kernels at landings is refused.
+TEST(SearchMip, RefusesAPredictorThatSplitsKernelsAtLandings) {
+  TinyInstance inst;
+  ASSERT_EQ(inst.err, "");
+  PredictorInput in = inst.pred.input();
+  in.split_at_landings = true;
+  Predictor pred;
+  std::string err;
+  ASSERT_TRUE(pred.Init(in, &err)) << err;
+  MipResult m;
+  EXPECT_FALSE(SolveMip(pred, ExactOptions(0.05, 10, 0), 60, &m, &err));
+  EXPECT_NE(err.find("split_at_landings"), std::string::npos) << err;
+}
+
 // (a) The tiny instance of search_test.cc, 4 clocks ^ 7 points: the program's optimum is the
 // exhaustive one, with and without a DVFS latency (which moves the first landing to 5 ms), and its
 // schedule predicts what it says.

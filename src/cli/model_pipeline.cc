@@ -114,6 +114,7 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
     return false;
   in.graph = &g;
   in.packing = &packing;
+  in.split_at_landings = true;
   in.clocks_mhz = profile.clocks_mhz;
   in.default_clock = profile.ClockIndex(profile.default_mhz);
   in.idle_power_w = model.idle_power_w();

@@ -69,6 +69,13 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
   }
   first_member_.resize(np);
   for (size_t p = 0; p < np; ++p) first_member_[p] = pk.members[pk.member_begin[p]];
+  pack_duration_ns_.assign(np, 0);
+  pack_members_.assign(np, 0);
+  for (size_t p = 0; p < np; ++p) {
+    pack_members_[p] = pk.member_begin[p + 1] - pk.member_begin[p];
+    for (uint32_t i = pk.member_begin[p]; i < pk.member_begin[p + 1]; ++i)
+      pack_duration_ns_[p] += g.duration[pk.members[i]];
+  }
 
   // Packs in the order of their first members, which is the pass's (RunFrom looks for the first
   // pack whose clock changes).
@@ -137,6 +144,9 @@ Predictor::Result Predictor::Run(const Schedule& s, PassState* st) const {
   st->finish_ns.resize(in_.graph->nodes());
   st->pack_clock.assign(in_.packing->packs(), in_.default_clock);
   st->pack_offset_ns.assign(in_.packing->packs(), 0);
+  if (in_.split_at_landings)
+    for (std::vector<double>* a : {&st->pack_end_ns, &st->pack_time_s, &st->pack_idle_j, &st->pack_dynamic_j})
+      a->assign(in_.packing->packs(), 0);
   st->iteration_writes.clear();
   st->iter_start_ns = in_.iteration_start_ns;
   st->iter_known.assign(in_.iteration_start_ns.size(), 0);
@@ -173,6 +183,12 @@ size_t Predictor::FirstAffectedNode(const Schedule& s, const Schedule& from_s, c
   for (uint32_t p : pack_order_) {
     const uint32_t v = first_member_[p];
     const int k = node_iteration_[v], gpu = in_.packing->rank[p];
+    if (in_.split_at_landings) {
+      // Its members saw the landings up to their latest finish (infinite where they span iterations).
+      if (first0[gpu] == inf || (k < 0 && from.pack_end_ns[p] != inf)) continue;
+      if (from.pack_end_ns[p] < (k == 0 ? first0[gpu] : first1[gpu])) continue;
+      return v;
+    }
     if (k < 0) continue;
     const double x = from.pack_offset_ns[p];
     if (x < (k == 0 ? first0[gpu] : first1[gpu])) continue;
@@ -190,6 +206,10 @@ Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, 
     st->pack_clock = from.pack_clock;
     st->pack_offset_ns = from.pack_offset_ns;
     st->iteration_writes = from.iteration_writes;
+    st->pack_end_ns = from.pack_end_ns;
+    st->pack_time_s = from.pack_time_s;
+    st->pack_idle_j = from.pack_idle_j;
+    st->pack_dynamic_j = from.pack_dynamic_j;
   }
   // The iterations' starts as the pass had them on reaching v0.
   std::vector<PassState::IterationWrite>& w = st->iteration_writes;
@@ -203,11 +223,79 @@ Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, 
   return Pass(s, v0, st);
 }
 
+double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t p, int gpu, int k, double offset_ns,
+                              double d0_ns, bool add, PassState* st) const {
+  const int nc = clocks(), c0 = in_.default_clock;
+  const double* time = &in_.pack_time_s[static_cast<size_t>(p) * nc];
+  const double* energy = &in_.pack_energy_j[static_cast<size_t>(p) * nc];
+  // The clock at its start, as ClockAt finds it (the last landing at or before it), and the
+  // landings after that one.
+  int c = c0;
+  size_t i = 0;
+  const std::vector<Landing>* l = nullptr;
+  if (k >= 0 && static_cast<size_t>(gpu) < s.size() && !s[gpu].empty()) {
+    l = &s[gpu];
+    if (sorted) {  // from where the GPU's last kernel found it: kernels come mostly in time order
+      i = std::min<size_t>(st->cursor[gpu], l->size());
+      while (i < l->size() && (*l)[i].t_ns <= offset_ns) ++i;
+      while (i > 0 && (*l)[i - 1].t_ns > offset_ns) --i;
+      st->cursor[gpu] = static_cast<uint32_t>(i);
+    } else {
+      for (size_t j = l->size(); j-- > 0;)
+        if ((*l)[j].t_ns <= offset_ns) {
+          i = j + 1;
+          break;
+        }
+    }
+    c = i > 0 ? (*l)[i - 1].clock : k == 0 ? c0 : l->back().clock;
+  }
+  double t = offset_ns, work = 1, d = 0, t_s = 0, idle_j = 0, dynamic_j = 0;
+  auto piece = [&](double f, int clock) {
+    if (!add) return;
+    const double idle = in_.idle_power_w[clock] * time[clock];
+    t_s += f * time[clock];
+    idle_j += f * idle;
+    dynamic_j += f * (energy[clock] - idle);
+  };
+  for (;;) {
+    const double whole = d0_ns * time[c] / time[c0];  // the kernel at c
+    while (l && i < l->size() && (*l)[i].t_ns <= t) ++i;
+    if (!l || i >= l->size() || (*l)[i].t_ns >= t + work * whole || whole <= 0) {
+      piece(work, c);
+      d += work * whole;
+      break;
+    }
+    const double f = ((*l)[i].t_ns - t) / whole;
+    piece(f, c);
+    d += (*l)[i].t_ns - t;
+    work -= f;
+    t = (*l)[i].t_ns;
+    c = (*l)[i].clock;
+    ++i;
+  }
+  if (add) {  // the kernel's share of its pack: by traced duration (evenly where the pack has none)
+    const double share = pack_duration_ns_[p] > 0 ? d0_ns / pack_duration_ns_[p] : 1 / pack_members_[p];
+    st->pack_time_s[p] += share * t_s;
+    st->pack_idle_j[p] += share * idle_j;
+    st->pack_dynamic_j[p] += share * dynamic_j;
+  }
+  return d;
+}
+
 Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) const {
   const Graph& g = *in_.graph;
   const Packing& pk = *in_.packing;
   const size_t n = g.nodes();
   const int nc = clocks(), c0 = in_.default_clock;
+  const bool split = in_.split_at_landings;
+  std::vector<char>& sorted = st->sorted;
+  if (split) {
+    st->cursor.assign(static_cast<size_t>(gpus_), 0);
+    sorted.assign(static_cast<size_t>(gpus_), 1);
+    for (size_t gpu = 0; gpu < s.size() && gpu < sorted.size(); ++gpu)
+      sorted[gpu] = std::is_sorted(s[gpu].begin(), s[gpu].end(),
+                                   [](const Landing& a, const Landing& b) { return a.t_ns < b.t_ns; });
+  }
   // The hot loop reads flat arrays through plain pointers.
   const double* anchor = g.anchor.data();
   const double* duration = g.duration.data();
@@ -244,9 +332,23 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
         const double offset = k >= 0 ? start - iter_start[k] : 0;
         st->pack_offset_ns[p] = offset;
         pack_clock[p] = ClockAt(s, g.rank[v], k, offset);
+        if (split) {
+          st->pack_end_ns[p] = -std::numeric_limits<double>::infinity();
+          st->pack_time_s[p] = st->pack_idle_j[p] = st->pack_dynamic_j[p] = 0;
+        }
       }
-      const size_t row = static_cast<size_t>(p) * nc;
-      d *= pack_time[row + pack_clock[p]] / pack_time[row + c0];
+      if (split) {
+        // A pack begun before v0 keeps the sums `from` left: its members are the same.
+        const int k = node_iteration_[v], k_pack = node_iteration_[first_member[p]];
+        const double offset = k >= 0 ? start - iter_start[k] : 0;
+        const int gpu = g.rank[v];
+        d = SplitKernel(s, sorted[gpu], p, gpu, k, offset, d, first_member[p] >= v0, st);
+        double& pack_end = st->pack_end_ns[p];
+        pack_end = k != k_pack ? std::numeric_limits<double>::infinity() : std::max(pack_end, offset + d);
+      } else {
+        const size_t row = static_cast<size_t>(p) * nc;
+        d *= pack_time[row + pack_clock[p]] / pack_time[row + c0];
+      }
     }
     finish[v] = start + d;
     end = std::max(end, finish[v]);
@@ -270,13 +372,21 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
   // fitted factor scales.
   std::vector<double>& dynamic_j = st->dynamic_j;
   dynamic_j.assign(gpus_, 0);
-  for (size_t p = 0; p < pk.packs(); ++p) {
-    const int c = st->pack_clock[p];
-    const size_t i = p * nc + c;
-    const double idle_j = in_.idle_power_w[c] * in_.pack_time_s[i];
-    r.gpu_energy_j[pk.rank[p]] += idle_j;
-    dynamic_j[pk.rank[p]] += in_.pack_energy_j[i] - idle_j;
-    pack_t[pk.rank[p]] += in_.pack_time_s[i];
+  if (split) {
+    for (size_t p = 0; p < pk.packs(); ++p) {
+      r.gpu_energy_j[pk.rank[p]] += st->pack_idle_j[p];
+      dynamic_j[pk.rank[p]] += st->pack_dynamic_j[p];
+      pack_t[pk.rank[p]] += st->pack_time_s[p];
+    }
+  } else {
+    for (size_t p = 0; p < pk.packs(); ++p) {
+      const int c = st->pack_clock[p];
+      const size_t i = p * nc + c;
+      const double idle_j = in_.idle_power_w[c] * in_.pack_time_s[i];
+      r.gpu_energy_j[pk.rank[p]] += idle_j;
+      dynamic_j[pk.rank[p]] += in_.pack_energy_j[i] - idle_j;
+      pack_t[pk.rank[p]] += in_.pack_time_s[i];
+    }
   }
   const double idle0 = in_.idle_power_w[c0];
   for (int gpu = 0; gpu < gpus_; ++gpu) {

@@ -20,10 +20,19 @@
 // effect: a schedule is what the search chooses, the policy file holds the commands (landing
 // minus the DVFS latency).
 //
+// With PredictorInput::split_at_landings (what emo optimize uses), a compute kernel instead runs at
+// the clocks in force during it: from the one at its own start, each landing inside its span
+// (before its iteration's schedule ends) switches the rest of its work to the new clock, at the
+// rate d_v · T_p(c) / T_p(c0), and its share d_v / Σ_{u ∈ p} d_u of the pack's energy is split the
+// same way. Without it a single kernel longer than the change points' spacing (a 112 ms FP32 GEMM)
+// hides every landing inside it: the search put 210 MHz there, predicted +2 %, and the job ran
+// 2.9 times as long.
+//
 // A pass can start part-way (RunFrom): given the state a pass for schedule A left behind, the pass
 // for schedule B keeps A's results for every node before the first pack whose clock differs under B
 // (clocks depend only on earlier nodes, so up to there the two passes are the same computation)
-// and computes the rest; its result is bit for bit Run(B)'s.
+// and computes the rest; its result is bit for bit Run(B)'s. With split_at_landings the first pack
+// kept out is the first whose members ran until at or past a landing where A and B differ.
 //
 // Energy, per GPU: Σ_p [P_idle(c_p) T_p(c_p) + k (E_p(c_p) − P_idle(c_p) T_p(c_p))]
 //                 + P_idle(c̄) · (end − start − U · Σ_p T_p(c_p) / Σ_p T_p(c0)), where start is the
@@ -69,6 +78,9 @@ struct PredictorInput {
   // that is below the default clock (a power limit or a boost ceiling held it there); missing or 0:
   // not held. The search keeps such a GPU's clock at or below it (search/dp_search.h).
   std::vector<double> held_mhz;
+  // Kernels follow the landings inside their span (see above); false: each pack runs at the clock
+  // in force at its start, the paper's pass (search/mip_reference.h restates that one).
+  bool split_at_landings = false;
   std::vector<double> iteration_start_ns;  // observed starts (graph time), ascending; empty: one, at 0
   std::vector<double> measured_energy_j;   // per GPU (graph rank): energy of the traced run at default clocks,
                                            // from the first iteration's start (or graph time 0, if that is
@@ -96,6 +108,12 @@ class Predictor {
     std::vector<int> pack_clock;    // per pack: the clock it ran at
     std::vector<double>
         pack_offset_ns;  // per pack: its first member's start − its iteration's start (as the pass saw it)
+    std::vector<double> pack_end_ns;  // per pack, split_at_landings: its members' latest finish, the same way
+    // Per pack, split_at_landings: its time (s), idle-power energy and dynamic energy (J), summed
+    // over its members at the clocks each ran at.
+    std::vector<double> pack_time_s, pack_idle_j, pack_dynamic_j;
+    std::vector<char> sorted;                      // scratch: per GPU, its landings are in time order
+    std::vector<uint32_t> cursor;                  // scratch: per GPU, the landing after its last kernel's start
     std::vector<IterationWrite> iteration_writes;  // in node order
     int64_t nodes_computed = 0;                    // nodes the last pass into this state computed (the rest it kept)
     // Scratch of the pass.
@@ -139,6 +157,11 @@ class Predictor {
   // The clock in force on gpu at offset_ns into iteration (the last landing at or before it, else
   // the schedule's last clock after iteration 0, else the default).
   int ClockAt(const Schedule& s, int gpu, int iteration, double offset_ns) const;
+  // split_at_landings: a kernel of pack p, started offset_ns into iteration k on gpu and d0_ns
+  // long at the default clock, through the landings in its span (`sorted`: they are in time
+  // order); adds its share of the pack into st where `add`, and returns its duration.
+  double SplitKernel(const Schedule& s, bool sorted, uint32_t p, int gpu, int k, double offset_ns, double d0_ns,
+                     bool add, PassState* st) const;
   // The pass from node v0 on, state holding every earlier node's results.
   Result Pass(const Schedule& s, size_t v0, PassState* state) const;
   // The first node whose result under s can differ from the one `from` holds for from_s.
@@ -156,6 +179,8 @@ class Predictor {
   std::vector<double> energy_scale_;      // per GPU
   std::vector<char> scale_clamped_;
   std::vector<double> pack_union_ns_, pack_time0_s_;  // per GPU, at default clocks
+  std::vector<double> pack_duration_ns_;              // per pack: its members' traced durations, summed
+  std::vector<double> pack_members_;                  // per pack: how many kernels
   PassState state_;                                   // Run(s)'s
   Result base_;
 };

@@ -117,6 +117,10 @@ bool SolveMip(Predictor& predictor, const SearchOptions& opt, double time_limit_
     return false;
   }
   const PredictorInput& in = predictor.input();
+  if (in.split_at_landings) {
+    *err = "the MIP reference restates the pass with each pack at one clock (split_at_landings off)";
+    return false;
+  }
   const Graph& g = *in.graph;
   const Packing& pk = *in.packing;
   const int nc = predictor.clocks(), c0 = predictor.default_clock(), gpus = predictor.gpus();

@@ -372,6 +372,43 @@ TEST(Engine, LastClockCommandWins) {
   }
 }
 
+// A memory clock command lands after the DVFS latency and slows streaming kernels from then on;
+// a reset of a memory clock nobody locked changes nothing, not even the run's random latencies.
+TEST(Engine, MemoryClockSlowsStreamingKernelsAfterLatency) {
+  Program p = OneRank(LaunchesThenSync(1, 400));
+  p.device = "RTX3080Ti";
+  const DeviceSpec& ti = *FindDevice(p.device);
+  Engine e(p, Exact());
+  EXPECT_EQ(e.SupportedMemoryClocks(0), ti.mem_clocks_mhz);
+  e.SetMemoryClock(0, 5200);  // not listed: the highest listed below it
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  EXPECT_EQ(e.MemoryClockMhz(0), 5001);
+  const double fast = EvaluateKernel(ti, p.kernels[1].traits, ti.default_sm_clock_mhz).time_s * 1e9;
+  const double slow = EvaluateKernel(ti, p.kernels[1].traits, ti.default_sm_clock_mhz, 5001).time_s * 1e9;
+  ASSERT_GT(slow, 1.5 * fast);
+  int at_fast = 0, at_slow = 0;
+  for (const GpuOp& o : e.trace().ranks[0].ops) {
+    const double d = static_cast<double>(o.end_ns - o.start_ns);
+    if (std::fabs(d - fast) < 2) {
+      ++at_fast;
+      EXPECT_LT(o.start_ns, 15'000'000);
+    }
+    if (std::fabs(d - slow) < 2) ++at_slow;
+  }
+  EXPECT_GT(at_fast, 0);
+  EXPECT_GT(at_slow, 300);
+
+  Engine plain(p, Exact()), reset(p, Exact());
+  reset.At(1e6, [&](double) { reset.ResetMemoryClock(0); });
+  plain.SetLockedClock(0, 1200);
+  reset.SetLockedClock(0, 1200);
+  ASSERT_TRUE(plain.Run(&err)) << err;
+  ASSERT_TRUE(reset.Run(&err)) << err;
+  EXPECT_EQ(plain.end_ns(), reset.end_ns());
+  EXPECT_EQ(plain.EnergyCounterJ(0), reset.EnergyCounterJ(0));
+}
+
 // A power limit below the GEMM's draw at the maximum clock lowers the clock. The controller acts on
 // 100 ms windows, so the run lasts several of them (it used to be 12 ms, when the cap was applied
 // per kernel at once).

@@ -2,6 +2,7 @@
 // reporting and recording what fake_nvml.h holds. Return codes and units are NVML's.
 #include "fake_nvml.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +13,7 @@ namespace {
 
 emo::test::FakeNvml state;
 
-constexpr int kSuccess = 0, kInvalidArgument = 2, kNoPermission = 4, kGpuIsLost = 15;
+constexpr int kSuccess = 0, kInvalidArgument = 2, kNotSupported = 3, kNoPermission = 4, kGpuIsLost = 15;
 
 emo::test::FakeNvmlGpu* Gpu(void* handle) { return static_cast<emo::test::FakeNvmlGpu*>(handle); }
 int Index(void* handle) { return static_cast<int>(Gpu(handle) - state.gpus.data()); }
@@ -28,10 +29,6 @@ void Log(const char* what, void* h, unsigned int a = 0, unsigned int b = 0) {
   }
 }
 
-// A100's supported memory clocks and, at the top one, graphics clocks 1410..210 in 15 MHz steps,
-// highest first as NVML lists them.
-const unsigned int kMemClocks[] = {1593};
-
 }  // namespace
 
 extern "C" {
@@ -46,6 +43,8 @@ const char* nvmlErrorString(int rc) {
       return "Success";
     case kInvalidArgument:
       return "Invalid Argument";
+    case kNotSupported:
+      return "Not Supported";
     case kNoPermission:
       return "Insufficient Permissions";
     case kGpuIsLost:
@@ -73,13 +72,18 @@ int nvmlDeviceGetUUID(void* h, char* uuid, unsigned int length) {
   std::memcpy(uuid, u.c_str(), u.size() + 1);
   return kSuccess;
 }
-int nvmlDeviceGetSupportedMemoryClocks(void*, unsigned int* count, unsigned int* clocks) {
-  *count = 1;
-  clocks[0] = kMemClocks[0];
+// The GPU's memory clocks and, at any of them, graphics clocks 1410..210 in 15 MHz steps, highest
+// first as NVML lists them.
+int nvmlDeviceGetSupportedMemoryClocks(void* h, unsigned int* count, unsigned int* clocks) {
+  const std::vector<unsigned int>& mem = Gpu(h)->mem_clocks;
+  if (*count < mem.size()) return kInvalidArgument;
+  *count = static_cast<unsigned int>(mem.size());
+  for (size_t i = 0; i < mem.size(); ++i) clocks[i] = mem[mem.size() - 1 - i];
   return kSuccess;
 }
-int nvmlDeviceGetSupportedGraphicsClocks(void*, unsigned int mem, unsigned int* count, unsigned int* clocks) {
-  if (mem != kMemClocks[0]) return kInvalidArgument;
+int nvmlDeviceGetSupportedGraphicsClocks(void* h, unsigned int mem, unsigned int* count, unsigned int* clocks) {
+  const std::vector<unsigned int>& listed = Gpu(h)->mem_clocks;
+  if (std::find(listed.begin(), listed.end(), mem) == listed.end()) return kInvalidArgument;
   unsigned int n = 0;
   for (unsigned int f = 1410; f >= 210 && n < *count; f -= 15) clocks[n++] = f;
   *count = n;
@@ -97,6 +101,23 @@ int nvmlDeviceResetGpuLockedClocks(void* h) {
   if (state.deny) return kNoPermission;
   Gpu(h)->locked_min = Gpu(h)->locked_max = 0;
   Log("reset", h);
+  return kSuccess;
+}
+// Memory locks: refused as NOT_SUPPORTED on a GPU with one memory clock (HBM).
+int nvmlDeviceSetMemoryLockedClocks(void* h, unsigned int lo, unsigned int hi) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  if (Gpu(h)->mem_clocks.size() < 2) return kNotSupported;
+  if (state.deny) return kNoPermission;
+  Gpu(h)->mem_locked_min = lo, Gpu(h)->mem_locked_max = hi;
+  Log("mem_lock", h, lo, hi);
+  return kSuccess;
+}
+int nvmlDeviceResetMemoryLockedClocks(void* h) {
+  if (Gpu(h)->lost) return kGpuIsLost;
+  if (Gpu(h)->mem_clocks.size() < 2) return kNotSupported;
+  if (state.deny) return kNoPermission;
+  Gpu(h)->mem_locked_min = Gpu(h)->mem_locked_max = 0;
+  Log("mem_reset", h);
   return kSuccess;
 }
 int nvmlDeviceSetPowerManagementLimit(void* h, unsigned int mw) {
@@ -144,7 +165,8 @@ int nvmlDeviceGetUtilizationRates(void* h, Utilization* u) {
 }
 int nvmlDeviceGetClockInfo(void* h, int type, unsigned int* mhz) {
   if (Gpu(h)->lost) return kGpuIsLost;
-  if (type != 1) return kInvalidArgument;  // only NVML_CLOCK_SM is faked
+  if (type == 2) return *mhz = Gpu(h)->mem_locked_max ? Gpu(h)->mem_locked_max : Gpu(h)->mem_clocks.back(), kSuccess;
+  if (type != 1) return kInvalidArgument;  // NVML_CLOCK_SM and NVML_CLOCK_MEM are faked
   return *mhz = Gpu(h)->sm_mhz, kSuccess;
 }
 

@@ -9,8 +9,10 @@ namespace emo::test {
 
 struct FakeNvmlGpu {
   std::string name = "NVIDIA A100-SXM4-80GB";
-  std::string uuid;                             // "": GPU-fa4e0000-0000-0000-0000-00000000000<index>
-  unsigned int locked_min = 0, locked_max = 0;  // 0: not locked
+  std::string uuid;                                     // "": GPU-fa4e0000-0000-0000-0000-00000000000<index>
+  unsigned int locked_min = 0, locked_max = 0;          // 0: not locked
+  std::vector<unsigned int> mem_clocks = {1593};        // ascending; the A100's one
+  unsigned int mem_locked_min = 0, mem_locked_max = 0;  // 0: not locked
   unsigned int limit_mw = 400000, default_mw = 400000, min_mw = 100000, max_mw = 500000;
   unsigned long long energy_mj = 123456789;
   unsigned int power_mw = 250500, util_gpu = 87, util_mem = 41, sm_mhz = 1410;

@@ -159,6 +159,12 @@ TEST(Gpoeo, OptionsAndRefusals) {
   EXPECT_EQ(err, "gpoeo: objective=speed: expected energy, edp or ed2p");
   ASSERT_TRUE(SplitMethodSpec("gpoeo:colour=red", &m, &err));
   EXPECT_FALSE(ParseGpoeoOptions(m, &o, &err));
+  ASSERT_TRUE(SplitMethodSpec("gpoeo:memory=1,memory-probes=2", &m, &err));
+  ASSERT_TRUE(ParseGpoeoOptions(m, &o, &err)) << err;
+  EXPECT_TRUE(o.memory);
+  EXPECT_EQ(o.memory_probes, 2);
+  ASSERT_TRUE(SplitMethodSpec("gpoeo:memory=2", &m, &err));
+  EXPECT_FALSE(ParseGpoeoOptions(m, &o, &err));
 
   std::vector<int> clocks;
   for (int f = 210; f <= 1410; f += 15) clocks.push_back(f);
@@ -608,6 +614,62 @@ TEST(Gpoeo, ProbesMeasureTheTimeRatioOfTheirClock) {
     const int mhz = probe["mhz"];
     const double truth = static_time(mhz) / base;
     EXPECT_NEAR(probe["time_ratio"].get<double>(), truth, 0.015) << mhz << " MHz";
+  }
+}
+
+// With memory=1 on a GDDR card, GPOEO searches the memory clock with the SM clock it chose held,
+// from the default memory clock down, and each probe's time ratio is what runs at those two clocks
+// take (a 10 % cap leaves room for a lower memory clock on this data-parallel GPT job).
+TEST(Gpoeo, MemoryProbesMeasureTheTimeRatioOfTheirClocks) {
+  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "RTX3080Ti",
+      "kind": "dp", "link": "pcie", "name": "dp2-gpt-h2048-l4-s1024-b8",
+      "model": {"arch": "gpt", "batch": 8, "heads": 16, "hidden": 2048, "layers": 4, "seq": 1024, "vocab": 50304},
+      "parallel": {"bucket_mb": 25, "dp": 2}})");
+  sim::Program program;
+  std::string err;
+  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+  SimulatedGpoeo run(program, 300, "gpoeo-sim-3080ti", 3, false);
+  GpoeoOptions o = SimulatedGpoeo::Models("gpoeo-sim-3080ti");
+  o.memory = true;
+  o.max_slowdown = 0.10;
+  Gpoeo c(&run.gpus, o);
+  ASSERT_EQ(c.error(), "");
+  run.host.Add(&c);
+  ASSERT_TRUE(run.e.Run(&err)) << err;
+  ASSERT_EQ(c.state(), Gpoeo::State::kHold);
+  std::vector<std::string> lines;
+  nlohmann::ordered_json findings;
+  c.Report(&lines, &findings);
+  for (const std::string& l : lines) std::printf("%s\n", l.c_str());
+  const auto& probes = findings["memory_probes"];
+  ASSERT_GE(probes.size(), 2u);
+  EXPECT_EQ(probes[0]["mhz"], 9501);  // the SM clock's own measurement, at the default memory clock
+  EXPECT_EQ(findings["memory_mhz"], c.chosen_memory_mhz());
+  EXPECT_EQ(run.gpus.MemoryClockMhz(0).value(), c.chosen_memory_mhz());
+  EXPECT_LE(findings["measured_time_ratio"].get<double>(), 1.10);
+  // Mean iteration time at the clocks over iterations 2-31 of a run of its own.
+  auto static_time = [&](int mhz, int mem) {
+    sim::EngineOptions eo;
+    eo.iterations = 32;
+    eo.seed = 3;
+    eo.record_trace = false;
+    sim::Engine e(program, eo);
+    sim::SimGpuControl gpus(&e);
+    for (int g = 0; g < e.gpus(); ++g) {
+      if (mhz > 0) gpus.SetLockedClock(g, mhz, &err);
+      if (mem > 0) gpus.SetMemoryLockedClock(g, mem, &err);
+    }
+    std::vector<double> starts;
+    e.OnIterationStart([&](int, double now) { starts.push_back(now); });
+    EXPECT_TRUE(e.Run(&err)) << err;
+    return (starts.back() - starts[2]) / static_cast<double>(starts.size() - 3);
+  };
+  const double base = static_time(0, 0);
+  for (size_t i = 1; i < probes.size(); ++i) {
+    ASSERT_FALSE(probes[i]["time_ratio"].is_null());
+    const int mem = probes[i]["mhz"];
+    const double truth = static_time(c.chosen_mhz(), mem) / base;
+    EXPECT_NEAR(probes[i]["time_ratio"].get<double>(), truth, 0.015) << mem << " MHz";
   }
 }
 

@@ -120,6 +120,32 @@ TEST(KernelModel, DramBoundKernelLosesBandwidthAtLowClocks) {
   }
 }
 
+// A lower memory clock, as the GTX Titan X measurements in ../shared/dvfs-data/gpuPTXModel show it
+// (3505 → 810 MHz at a 1164 MHz core clock): streaming kernels slow by 0.86-0.96 of the clocks'
+// ratio (reduction, fdtd2d, blackscholes), compute-bound ones hardly at all (md5hash 1.00, hotspot
+// 1.03), and the power of a compute-bound kernel falls by what the idle GPU's does (32 W of 196 and
+// 36 W), the memory clock's share of the board power. HBM parts list one memory clock.
+TEST(KernelModel, MemoryClockScalesBandwidthAndTheMemorysBoardPower) {
+  const DeviceSpec& ti = Device("RTX3080Ti");
+  ASSERT_EQ(ti.mem_clocks_mhz.back(), ti.mem_clock_mhz);
+  const double f = ti.default_sm_clock_mhz, low = 5001, ratio = ti.mem_clock_mhz / low;
+  const double stream =
+      EvaluateKernel(ti, BigElementwise(), f, low).time_s / EvaluateKernel(ti, BigElementwise(), f).time_s;
+  EXPECT_GT(stream, 0.85 * ratio);
+  EXPECT_LE(stream, ratio * 1.0001);
+  const KernelCost gemm = EvaluateKernel(ti, BigGemm(), f), gemm_low = EvaluateKernel(ti, BigGemm(), f, low);
+  EXPECT_LT(gemm_low.time_s / gemm.time_s, 1.03);
+  const double idle_drop = IdlePower(ti, f) - IdlePower(ti, f, low);
+  EXPECT_NEAR(idle_drop, ti.mem_w * (1 - low / ti.mem_clock_mhz), 1e-9);
+  EXPECT_GT(idle_drop, 5);
+  // The GEMM's power falls by the idle drop and by its DRAM traffic's lower rate, at most.
+  EXPECT_GE(gemm.power_w - gemm_low.power_w, idle_drop - 1e-9);
+  // At the default memory clock, the same figures as without one.
+  EXPECT_EQ(EvaluateKernel(ti, BigGemm(), f, ti.mem_clock_mhz).power_w, gemm.power_w);
+  for (const char* hbm : {"A100-SXM4-80GB", "H100-SXM", "A40"})
+    EXPECT_EQ(Device(hbm).mem_clocks_mhz, std::vector<int>{Device(hbm).mem_clock_mhz}) << hbm;
+}
+
 TEST(KernelModel, ComputeBoundEnergyHasInteriorOptimum) {
   for (const DeviceSpec* d : AllDevices()) {
     SCOPED_TRACE(d->name);

@@ -91,6 +91,35 @@ TEST_F(Nvml, ResetClockUnlocksAndRestoreAllLeavesOthersAlone) {
   EXPECT_EQ(fake_->gpus[0].locked_max, 900u);  // not ours to reset
 }
 
+TEST_F(Nvml, MemoryClocksLockWhereListedAndAreUnlockedWithTheGpusClocks) {
+  fake_->gpus[1].name = "NVIDIA GeForce RTX 3080 Ti";
+  fake_->gpus[1].mem_clocks = {405, 810, 5001, 9251, 9501};
+  auto c = Open();
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->SupportedMemoryClocks(0), (std::vector<int>{1593}));
+  EXPECT_EQ(c->SupportedMemoryClocks(1), (std::vector<int>{405, 810, 5001, 9251, 9501}));
+  std::string err;
+  EXPECT_FALSE(c->SetMemoryLockedClock(0, 1593, &err));  // HBM: the driver refuses
+  EXPECT_EQ(err, "GPU 0 (NVIDIA A100-SXM4-80GB): nvmlDeviceSetMemoryLockedClocks: Not Supported");
+  ASSERT_TRUE(c->SetMemoryLockedClock(1, 5001, &err)) << err;
+  EXPECT_EQ(fake_->gpus[1].mem_locked_max, 5001u);
+  EXPECT_DOUBLE_EQ(c->MemoryClockMhz(1).value_or(-1), 5001);
+  c.reset();  // restores what it changed
+  EXPECT_EQ(fake_->gpus[1].mem_locked_max, 0u);
+
+  // Recovery after a dead process: unlocking a GPU's clocks unlocks its memory clock too, and a
+  // GPU without memory locks (GPU 0) is no failure.
+  fake_->gpus[1].mem_locked_min = fake_->gpus[1].mem_locked_max = 810;
+  c = Open();
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(c->RestoreForOther(0, true, 0, &err)) << err;
+  ASSERT_TRUE(c->RestoreForOther(1, true, 0, &err)) << err;
+  EXPECT_EQ(fake_->gpus[1].mem_locked_max, 0u);
+  fake_->gpus[1].mem_locked_min = fake_->gpus[1].mem_locked_max = 810;
+  ASSERT_TRUE(c->ResetToDefaults(1, &err)) << err;
+  EXPECT_EQ(fake_->gpus[1].mem_locked_max, 0u);
+}
+
 TEST_F(Nvml, RefusalsAndLostGpusAreNamed) {
   auto c = Open();
   ASSERT_NE(c, nullptr);

@@ -51,9 +51,11 @@ constexpr unsigned int kGpmMetricIds[kGpmMetrics] = {2 /*SM_UTIL*/,
                                                      5 /*ANY_TENSOR_UTIL*/,
                                                      10 /*DRAM_BW_UTIL*/};
 constexpr int kNvmlSuccess = 0;
+constexpr int kNvmlErrorNotSupported = 3;
 constexpr int kNvmlErrorNoPermission = 4;
 constexpr int kNvmlErrorGpuIsLost = 15;
 constexpr int kNvmlClockSm = 1;
+constexpr int kNvmlClockMem = 2;
 
 }  // namespace
 
@@ -78,6 +80,9 @@ struct NvmlGpuControl::Api {
   nvmlReturn_t (*GetPowerUsage)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*GetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t*);
   nvmlReturn_t (*GetClockInfo)(nvmlDevice_t, int, unsigned int*);
+  // Memory clock locks (Ampere and later, drivers from 2020 on); null where the library lacks them.
+  nvmlReturn_t (*SetMemoryLockedClocks)(nvmlDevice_t, unsigned int, unsigned int);
+  nvmlReturn_t (*ResetMemoryLockedClocks)(nvmlDevice_t);
   // GPM (NVML 12.0 and later); null where the library lacks it.
   nvmlReturn_t (*GpmQueryDeviceSupport)(nvmlDevice_t, nvmlGpmSupport_t*);
   nvmlReturn_t (*GpmSampleAlloc)(nvmlGpmSample_t*);
@@ -91,7 +96,9 @@ struct NvmlGpuControl::Gpu {
   std::string name;
   std::string uuid;                                          // "GPU-..."
   std::vector<int> clocks;                                   // ascending
+  std::vector<int> mem_clocks;                               // ascending
   bool locked = false;                                       // this object locked its clocks
+  bool mem_locked = false;                                   // ... and its memory clock
   unsigned int original_limit_mw = 0;                        // the limit before this object changed it; 0: unchanged
   bool gpm = false;                                          // the GPU supports GPM
   nvmlGpmSample_t window_start = nullptr, sample = nullptr;  // allocated by StartActivity
@@ -145,6 +152,8 @@ std::unique_ptr<NvmlGpuControl> NvmlGpuControl::Open(std::string* err, const std
   auto bind_optional = [&](auto* fn, const char* symbol) {
     *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(a.lib, symbol));
   };
+  bind_optional(&a.SetMemoryLockedClocks, "nvmlDeviceSetMemoryLockedClocks");
+  bind_optional(&a.ResetMemoryLockedClocks, "nvmlDeviceResetMemoryLockedClocks");
   bind_optional(&a.GpmQueryDeviceSupport, "nvmlGpmQueryDeviceSupport");
   bind_optional(&a.GpmSampleAlloc, "nvmlGpmSampleAlloc");
   bind_optional(&a.GpmSampleFree, "nvmlGpmSampleFree");
@@ -187,11 +196,14 @@ std::unique_ptr<NvmlGpuControl> NvmlGpuControl::Open(std::string* err, const std
     if (a.GetSupportedMemoryClocks(g.handle, &n_mem, mem) == kNvmlSuccess && n_mem > 0) {
       const unsigned int top = *std::max_element(mem, mem + n_mem);
       if (a.GetSupportedGraphicsClocks(g.handle, top, &n_gfx, gfx) == kNvmlSuccess) g.clocks.assign(gfx, gfx + n_gfx);
+      g.mem_clocks.assign(mem, mem + n_mem);
     }
     nvmlGpmSupport_t support{1, 0};
     g.gpm = gpm && a.GpmQueryDeviceSupport(g.handle, &support) == kNvmlSuccess && support.isSupportedDevice;
-    std::sort(g.clocks.begin(), g.clocks.end());
-    g.clocks.erase(std::unique(g.clocks.begin(), g.clocks.end()), g.clocks.end());
+    for (std::vector<int>* list : {&g.clocks, &g.mem_clocks}) {
+      std::sort(list->begin(), list->end());
+      list->erase(std::unique(list->begin(), list->end()), list->end());
+    }
     c->gpus_.push_back(std::move(g));
   }
   return c;
@@ -245,6 +257,46 @@ bool NvmlGpuControl::ResetClock(int gpu, std::string* err) {
   return true;
 }
 
+std::vector<int> NvmlGpuControl::SupportedMemoryClocks(int gpu) const {
+  return api_->SetMemoryLockedClocks ? gpus_[static_cast<size_t>(gpu)].mem_clocks : std::vector<int>{};
+}
+
+bool NvmlGpuControl::SetMemoryLockedClock(int gpu, int mhz, std::string* err) {
+  Gpu& g = gpus_[static_cast<size_t>(gpu)];
+  if (!api_->SetMemoryLockedClocks) {
+    *err = "GPU " + std::to_string(gpu) + ": this NVML has no nvmlDeviceSetMemoryLockedClocks (driver too old?)";
+    return false;
+  }
+  const unsigned int f = static_cast<unsigned int>(std::max(mhz, 0));
+  // The watchdog's unlock of a GPU's clocks resets its memory clock too (ResetMemoryLocks).
+  if (!g.locked && !g.mem_locked && watchdog_) watchdog_->Locked(gpu);
+  if (!Check(gpu, api_->SetMemoryLockedClocks(g.handle, f, f), "nvmlDeviceSetMemoryLockedClocks", err)) return false;
+  g.mem_locked = true;
+  return true;
+}
+
+bool NvmlGpuControl::ResetMemoryClock(int gpu, std::string* err) {
+  Gpu& g = gpus_[static_cast<size_t>(gpu)];
+  if (!g.mem_locked) return true;
+  if (!Check(gpu, api_->ResetMemoryLockedClocks(g.handle), "nvmlDeviceResetMemoryLockedClocks", err)) return false;
+  g.mem_locked = false;
+  return true;
+}
+
+std::optional<double> NvmlGpuControl::MemoryClockMhz(int gpu) const {
+  unsigned int mhz = 0;
+  const int rc = api_->GetClockInfo(gpus_[static_cast<size_t>(gpu)].handle, kNvmlClockMem, &mhz);
+  return Read(gpu, rc, "nvmlDeviceGetClockInfo", mhz);
+}
+
+// Unlocks the GPU's memory clock whoever locked it; a GPU or driver without memory locks has
+// nothing to unlock.
+bool NvmlGpuControl::ResetMemoryLocks(int gpu, std::string* err) const {
+  if (!api_->ResetMemoryLockedClocks) return true;
+  const int rc = api_->ResetMemoryLockedClocks(gpus_[static_cast<size_t>(gpu)].handle);
+  return rc == kNvmlErrorNotSupported || Check(gpu, rc, "nvmlDeviceResetMemoryLockedClocks", err);
+}
+
 bool NvmlGpuControl::SetPowerLimit(int gpu, double watts, std::string* err) {
   Gpu& g = gpus_[static_cast<size_t>(gpu)];
   unsigned int before = 0;
@@ -264,7 +316,9 @@ bool NvmlGpuControl::RestoreForOther(int gpu, bool clocks, unsigned int limit_mw
     return false;
   }
   const Gpu& g = gpus_[static_cast<size_t>(gpu)];
-  if (clocks) return Check(gpu, api_->ResetGpuLockedClocks(g.handle), "nvmlDeviceResetGpuLockedClocks", err);
+  if (clocks)
+    return Check(gpu, api_->ResetGpuLockedClocks(g.handle), "nvmlDeviceResetGpuLockedClocks", err) &&
+           ResetMemoryLocks(gpu, err);
   return Check(gpu, api_->SetPowerManagementLimit(g.handle, limit_mw), "nvmlDeviceSetPowerManagementLimit", err);
 }
 
@@ -275,6 +329,7 @@ bool NvmlGpuControl::RestoreAll(std::string* err) {
     const int gpu = static_cast<int>(i);
     std::string e;
     if (g.locked && !ResetClock(gpu, &e) && ok) ok = false, *err = e;
+    if (!ResetMemoryClock(gpu, &e) && ok) ok = false, *err = e;
     if (g.original_limit_mw != 0) {
       if (Check(gpu, api_->SetPowerManagementLimit(g.handle, g.original_limit_mw), "nvmlDeviceSetPowerManagementLimit",
                 &e))
@@ -290,11 +345,12 @@ bool NvmlGpuControl::ResetToDefaults(int gpu, std::string* err) {
   Gpu& g = gpus_[static_cast<size_t>(gpu)];
   unsigned int mw = 0;
   if (!Check(gpu, api_->ResetGpuLockedClocks(g.handle), "nvmlDeviceResetGpuLockedClocks", err) ||
+      !ResetMemoryLocks(gpu, err) ||
       !Check(gpu, api_->GetPowerManagementDefaultLimit(g.handle, &mw), "nvmlDeviceGetPowerManagementDefaultLimit",
              err) ||
       !Check(gpu, api_->SetPowerManagementLimit(g.handle, mw), "nvmlDeviceSetPowerManagementLimit", err))
     return false;
-  g.locked = false;
+  g.locked = g.mem_locked = false;
   g.original_limit_mw = 0;
   return true;
 }

@@ -32,6 +32,11 @@ class NvmlGpuControl : public GpuControl {
   bool SetLockedClock(int gpu, int mhz, std::string* err) override;
   bool ResetClock(int gpu, std::string* err) override;
   bool SetPowerLimit(int gpu, double watts, std::string* err) override;
+  // Every memory clock NVML lists (one on HBM parts); empty where the library cannot lock them.
+  std::vector<int> SupportedMemoryClocks(int gpu) const override;
+  bool SetMemoryLockedClock(int gpu, int mhz, std::string* err) override;
+  bool ResetMemoryClock(int gpu, std::string* err) override;
+  std::optional<double> MemoryClockMhz(int gpu) const override;
   bool Offers(Reading r) const override;
   std::optional<double> EnergyJ(int gpu) const override;
   std::optional<double> PowerW(int gpu) const override;
@@ -46,13 +51,13 @@ class NvmlGpuControl : public GpuControl {
   // Resets every clock this object locked and restores every power limit it changed. False with
   // *err (the first failure) when the driver refused one; the others are still attempted.
   bool RestoreAll(std::string* err);
-  // Unlocks the GPU's clocks and sets its power limit to the default, whoever changed them (the
+  // Unlocks the GPU's clocks (SM and memory) and sets its power limit to the default, whoever changed them (the
   // recovery after a process that held them died).
   bool ResetToDefaults(int gpu, std::string* err);
   // Tells `w` of every clock this object locks and every power limit it changes, so that the
   // watchdog can restore them if this process dies first.
   void Watch(Watchdog* w) { watchdog_ = w; }
-  // Puts back what another (dead) process changed: unlocks the clocks (`clocks`) or sets the power
+  // Puts back what another (dead) process changed: unlocks the clocks, SM and memory (`clocks`), or sets the power
   // limit to limit_mw, without remembering it as a change of this object's.
   bool RestoreForOther(int gpu, bool clocks, unsigned int limit_mw, std::string* err);
   // The last telemetry read that failed, or "".
@@ -64,6 +69,7 @@ class NvmlGpuControl : public GpuControl {
   NvmlGpuControl();
   bool Check(int gpu, int rc, const char* call, std::string* err) const;
   std::optional<double> Read(int gpu, int rc, const char* call, double value) const;
+  bool ResetMemoryLocks(int gpu, std::string* err) const;
 
   std::unique_ptr<Api> api_;
   Watchdog* watchdog_ = nullptr;

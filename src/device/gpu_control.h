@@ -74,6 +74,16 @@ class GpuControl {
   virtual bool SetLockedClock(int gpu, int mhz, std::string* err) = 0;
   virtual bool ResetClock(int gpu, std::string* err) = 0;
   virtual bool SetPowerLimit(int gpu, double watts, std::string* err) = 0;
+  // Memory clocks, MHz, ascending, where a lock may choose among several (GDDR parts; an HBM part
+  // lists one); empty where the back end cannot set them. A reset of a GPU whose memory clock is
+  // not locked succeeds and does nothing.
+  virtual std::vector<int> SupportedMemoryClocks(int /*gpu*/) const { return {}; }
+  virtual bool SetMemoryLockedClock(int /*gpu*/, int /*mhz*/, std::string* err) {
+    *err = "this GPU back end cannot set memory clocks";
+    return false;
+  }
+  virtual bool ResetMemoryClock(int /*gpu*/, std::string* /*err*/) { return true; }
+  virtual std::optional<double> MemoryClockMhz(int /*gpu*/) const { return std::nullopt; }
 
   // Telemetry as the driver reports it; std::nullopt when the back end does not offer the reading
   // or the read failed (then error() says why).

@@ -61,6 +61,8 @@ const char* StateName(Gpoeo::State s) {
       return "detecting";
     case Gpoeo::State::kSearch:
       return "searching";
+    case Gpoeo::State::kMemorySearch:
+      return "searching the memory clock";
     case Gpoeo::State::kHold:
       return "holding";
     case Gpoeo::State::kAperiodic:
@@ -132,9 +134,15 @@ bool ParseGpoeoOptions(const MethodOptions& m, GpoeoOptions* out, std::string* e
       if (!OptionNumber(m.name, item, 3, 100, false, &o.probe_periods, err)) return false;
     } else if (key == "drift") {
       if (!OptionNumber(m.name, item, 0.01, 10, false, &o.drift, err)) return false;
+    } else if (key == "memory") {
+      if (!OptionNumber(m.name, item, 0, 1, true, &v, err)) return false;
+      o.memory = v > 0;
+    } else if (key == "memory-probes") {
+      if (!OptionNumber(m.name, item, 1, 100, true, &v, err)) return false;
+      o.memory_probes = static_cast<int>(v);
     } else {
       *err = m.name + ": unknown option '" + key + "' (objective, slowdown, models, sample-ms, probes, step, " +
-             "probe-periods, drift)";
+             "probe-periods, drift, memory, memory-probes)";
       return false;
     }
   }
@@ -253,6 +261,11 @@ Gpoeo::Gpoeo(GpuControl* gpus, const GpoeoOptions& options) : gpus_(gpus), o_(op
     Fail("GPU 0 reports no supported clocks");
     return;
   }
+  if (o_.memory) {  // where there is a choice (GDDR); HBM parts list one memory clock
+    mem_clocks_ = gpus_->SupportedMemoryClocks(0);
+    std::sort(mem_clocks_.begin(), mem_clocks_.end());
+    if (mem_clocks_.size() < 2) mem_clocks_.clear();
+  }
   for (int g = 0; g < gpus_->Count(); ++g) {
     const std::optional<double> limit = gpus_->PowerLimitW(g);
     if (!limit) {
@@ -299,8 +312,18 @@ void Gpoeo::LockGpu(int gpu, int mhz) {
   if (!ok) Fail(err);
 }
 
+void Gpoeo::LockMemory(int mhz) {
+  for (int g = 0; g < gpus_->Count(); ++g) {
+    std::string err;
+    const bool ok =
+        mhz == mem_clocks_.back() ? gpus_->ResetMemoryClock(g, &err) : gpus_->SetMemoryLockedClock(g, mhz, &err);
+    if (!ok) Fail(err);
+  }
+}
+
 void Gpoeo::Restart(double now_s) {
   Lock(clocks_.back());  // the default governor
+  if (!mem_clocks_.empty()) LockMemory(mem_clocks_.back());
   state_ = State::kDetect;
   idle_since_s_.assign(static_cast<size_t>(gpus_->Count()), -1);
   idle_locked_.assign(static_cast<size_t>(gpus_->Count()), false);
@@ -458,6 +481,10 @@ void Gpoeo::Tick(double now_ns) {
       if (ticks_ > settle_ticks_) record();
       if (ticks_ >= settle_ticks_ + measure_ticks_) EndProbe(now_s_);
       break;
+    case State::kMemorySearch:
+      if (ticks_ > settle_ticks_) record();
+      if (ticks_ >= settle_ticks_ + measure_ticks_) EndMemoryProbe(now_s_);
+      break;
     case State::kHold:
       if (ticks_ > settle_ticks_) record();
       if (ticks_ >= settle_ticks_ + measure_ticks_) Check(now_s_);
@@ -573,7 +600,7 @@ double GpoeoSearchBoundS(const GpoeoOptions& o, double period_s, double update_s
   const double detect_s = std::max(kMinDetectS + 5, 6 * signal_s);
   const double probe_s =
       std::max(signal_s, 0.2) + std::max(o.probe_periods * 1.15 * signal_s, std::max(kMinProbeS, kMinReferenceS));
-  return detect_s + (o.max_probes + 1) * probe_s;
+  return detect_s + (o.max_probes + 1 + (o.memory ? o.memory_probes : 0)) * probe_s;
 }
 
 int GpoeoSearchBoundIterations(const GpoeoOptions& o, double period_s) {
@@ -595,6 +622,10 @@ bool GpoeoGrowthRefutesAlias(double update_s, double period_s, double probe_s, d
 void Gpoeo::StartProbe(int clock_index) {
   probe_ = clock_index;
   Lock(clocks_[static_cast<size_t>(clock_index)]);
+  OpenProbe();
+}
+
+void Gpoeo::OpenProbe() {
   ClearTrace();
   // One period to settle (the clock lands after the DVFS latency), then probe_periods of the
   // period expected at the lowest clock the search is likely to try, and at least kMinProbeS: the
@@ -616,7 +647,7 @@ void Gpoeo::Ratios(const Probed& p, double* e, double* t) const {
   *e = p.power_w / ref_power_w_ * *t;
   // A lower clock cannot run faster, nor slower than in proportion to the clock: such a
   // measurement saw something other than the period (a sub-multiple, a phase change).
-  const double slowest = Slowest(p.clock);
+  const double slowest = Slowest(p.clock, p.mem);
   auto plausible = [&](double r) { return r >= kImplausiblySooner && r <= kAliasTolerance * slowest; };
   // The readings show an iteration R and its alias partner A = 1/(1/update − 1/R) alike. Where the
   // reference's iteration may be one just under two updates (A0 ≥ 2 updates / (1 + cap + 1 point)),
@@ -638,8 +669,9 @@ void Gpoeo::Ratios(const Probed& p, double* e, double* t) const {
   if (!plausible(*t)) *e = *t = kInf;
 }
 
-double Gpoeo::Slowest(int clock) const {
-  return static_cast<double>(clocks_.back()) / clocks_[static_cast<size_t>(clock)];
+double Gpoeo::Slowest(int clock, int mem) const {
+  const double sm = static_cast<double>(clocks_.back()) / clocks_[static_cast<size_t>(clock)];
+  return mem < 0 ? sm : sm * mem_clocks_.back() / mem_clocks_[static_cast<size_t>(mem)];
 }
 
 void Gpoeo::RecordAgain() {
@@ -652,13 +684,13 @@ void Gpoeo::RecordAgain() {
   }
 }
 
-void Gpoeo::EndProbe(double now_s) {
-  // The periods the readings can show at this clock: the iteration at most kAliasTolerance × the
+Gpoeo::Probed Gpoeo::Measure(int clock, int mem) const {
+  // The periods the readings can show at these clocks: the iteration at most kAliasTolerance × the
   // clocks' ratio longer and at most 3 % shorter, seen directly or (on the same alias branch as the
   // reference's) through its alias; both until a probe has shown which (GPOEO.md §2 Candidates 3
   // keeps [0.8, 1.5]·Tp, which can hold neither).
   GpoeoPeriodOptions po;
-  const double slowest = Slowest(probe_), r_max = kAliasTolerance * slowest;
+  const double r_max = kAliasTolerance * Slowest(clock, mem);
   const double r_min = kImplausiblySooner;
   po.keep_min_s = alias_ ? kInf : r_min * period_s_;
   po.keep_max_s = alias_ ? 0 : r_max * period_s_;
@@ -669,11 +701,17 @@ void Gpoeo::EndProbe(double now_s) {
     po.keep_max_s = std::max(po.keep_max_s, std::min(hi, po.t_up_bound_s));
   }
   const GpoeoPeriod p = DetectPeriod(trace_start_s_, po);
-  Probed probed{probe_, 0, 0};
+  Probed probed{clock, 0, 0, mem};
   if (p.period_s > 0) {
     probed.period_s = FoldPeriod(trace_start_s_, p.period_s, kFoldRange);
     probed.power_w = MeanPower(trace_start_s_, probed.period_s);
   }
+  return probed;
+}
+
+void Gpoeo::EndProbe(double now_s) {
+  const Probed probed = Measure(probe_, -1);
+  const double slowest = Slowest(probe_);
   probed_.push_back(probed);
   if (!alias_ && !alias_refuted_ && GpoeoShrinkLooksAliased(update_s_, period_s_, probed.period_s, slowest)) {
     // The readings' period shrank at a lower clock: an iteration shorter than two updates, seen
@@ -702,6 +740,7 @@ void Gpoeo::EndProbe(double now_s) {
 
 void Gpoeo::EndSearch(double now_s) {
   const int best = search_->Best();
+  chosen_ci_ = best;
   chosen_mhz_ = clocks_[static_cast<size_t>(best)];
   chosen_energy_ = 1;
   chosen_time_ = 1;
@@ -714,8 +753,60 @@ void Gpoeo::EndSearch(double now_s) {
     if (q.clock == best) chosen_period_s_ = q.period_s, chosen_power_w_ = q.power_w;
   last_probes_ = search_->probes();
   contradiction_ = search_->contradiction();
-  settle_s_ = now_s - start_s_;
   Lock(chosen_mhz_);
+  if (mem_clocks_.empty()) {
+    Hold(now_s);
+    return;
+  }
+  // The memory clock from the default down, the held SM clock's measurement as its default point.
+  const int n = static_cast<int>(mem_clocks_.size());
+  mem_search_ = std::make_unique<GpoeoSearch>(n, n - 1, 1, o_.memory_probes + 1, o_.objective, o_.max_slowdown);
+  mem_search_->Record(n - 1, chosen_energy_, chosen_time_);
+  mem_probed_.clear();
+  state_ = State::kMemorySearch;
+  const int next = mem_search_->Next();
+  if (next < 0)
+    EndMemorySearch(now_s);
+  else
+    StartMemoryProbe(next);
+}
+
+void Gpoeo::StartMemoryProbe(int mem_index) {
+  mem_probe_ = mem_index;
+  LockMemory(mem_clocks_[static_cast<size_t>(mem_index)]);
+  OpenProbe();
+}
+
+void Gpoeo::EndMemoryProbe(double now_s) {
+  const Probed probed = Measure(chosen_ci_, mem_probe_);
+  mem_probed_.push_back(probed);
+  double e = kInf, t = kInf;
+  Ratios(probed, &e, &t);
+  mem_search_->Record(mem_probe_, e, t);
+  const int next = mem_search_->Next();
+  if (next < 0)
+    EndMemorySearch(now_s);
+  else
+    StartMemoryProbe(next);
+}
+
+void Gpoeo::EndMemorySearch(double now_s) {
+  const int n = static_cast<int>(mem_clocks_.size());
+  const int best = mem_search_->Best();
+  chosen_mem_mhz_ = mem_clocks_[static_cast<size_t>(best)];
+  last_mem_probes_ = mem_search_->probes();
+  if (best != n - 1)
+    for (const Probed& q : mem_probed_)
+      if (q.mem == best && q.period_s > 0) {
+        Ratios(q, &chosen_energy_, &chosen_time_);
+        chosen_period_s_ = q.period_s, chosen_power_w_ = q.power_w;
+      }
+  LockMemory(chosen_mem_mhz_);
+  Hold(now_s);
+}
+
+void Gpoeo::Hold(double now_s) {
+  settle_s_ = now_s - start_s_;
   state_ = State::kHold;
   ClearTrace();
   settle_ticks_ = static_cast<int>(std::ceil(std::max(chosen_period_s_, 0.2) / Dt()));
@@ -754,16 +845,20 @@ void Gpoeo::Finish() {
   for (int g = 0; g < gpus_->Count(); ++g) {
     std::string err;
     if (!gpus_->ResetClock(g, &err)) Fail(err);
+    if (!mem_clocks_.empty() && !gpus_->ResetMemoryClock(g, &err)) Fail(err);
   }
 }
 
 void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* findings) const {
-  nlohmann::ordered_json probes = nlohmann::ordered_json::array();
-  for (const GpoeoSearch::Probe& pr : last_probes_)
-    probes.push_back(
-        {{"mhz", clocks_[static_cast<size_t>(pr.clock)]},
-         {"energy_ratio", std::isfinite(pr.energy_ratio) ? nlohmann::ordered_json(pr.energy_ratio) : nullptr},
-         {"time_ratio", std::isfinite(pr.time_ratio) ? nlohmann::ordered_json(pr.time_ratio) : nullptr}});
+  auto probes_json = [](const std::vector<GpoeoSearch::Probe>& list, const std::vector<int>& clocks) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const GpoeoSearch::Probe& pr : list)
+      out.push_back(
+          {{"mhz", clocks[static_cast<size_t>(pr.clock)]},
+           {"energy_ratio", std::isfinite(pr.energy_ratio) ? nlohmann::ordered_json(pr.energy_ratio) : nullptr},
+           {"time_ratio", std::isfinite(pr.time_ratio) ? nlohmann::ordered_json(pr.time_ratio) : nullptr}});
+    return out;
+  };
   nlohmann::ordered_json changes = nlohmann::ordered_json::array();
   for (const PhaseChange& c : phase_changes_)
     changes.push_back({{"at_s", c.at_s},
@@ -789,7 +884,9 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                {"chosen_mhz", chosen_mhz_},
                {"measured_energy_ratio", chosen_energy_},
                {"measured_time_ratio", chosen_time_},
-               {"probes", probes},
+               {"probes", probes_json(last_probes_, clocks_)},
+               {"memory_mhz", chosen_mem_mhz_},
+               {"memory_probes", probes_json(last_mem_probes_, mem_clocks_)},
                {"contradicted", contradiction_.first >= 0},
                {"searches", searches_},
                {"settle_s", settle_s_},
@@ -815,23 +912,29 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
         fmt::format("gpoeo: the readings' period, {:.3f} s, shrank at one lower clock and grew at another, which "
                     "no alias can: the first shrink was noise, and the probes read the iteration directly",
                     period_s_));
+  auto tried = [](const std::vector<GpoeoSearch::Probe>& list, const std::vector<int>& clocks) {
+    std::string out;
+    for (const GpoeoSearch::Probe& pr : list)
+      out += fmt::format("{}{} MHz E {:+.1f} % T {:+.1f} %", out.empty() ? "" : ", ",
+                         clocks[static_cast<size_t>(pr.clock)], 100 * (pr.energy_ratio - 1), 100 * (pr.time_ratio - 1));
+    return out.empty() ? std::string("nothing") : out;
+  };
   if (chosen_mhz_ > 0) {
-    std::string tried;
-    for (const GpoeoSearch::Probe& pr : last_probes_)
-      tried +=
-          fmt::format("{}{} MHz E {:+.1f} % T {:+.1f} %", tried.empty() ? "" : ", ",
-                      clocks_[static_cast<size_t>(pr.clock)], 100 * (pr.energy_ratio - 1), 100 * (pr.time_ratio - 1));
-    lines->push_back(fmt::format("gpoeo: probed {}", tried.empty() ? std::string("nothing") : tried));
+    lines->push_back(fmt::format("gpoeo: probed {}", tried(last_probes_, clocks_)));
     if (contradiction_.first >= 0)
       lines->push_back(fmt::format(
           "gpoeo: {} MHz measured faster than {} MHz: the period was misread at one of them, so no clock is "
           "trusted and the default is kept",
           clocks_[static_cast<size_t>(contradiction_.first)], clocks_[static_cast<size_t>(contradiction_.second)]));
+    if (chosen_mem_mhz_ > 0)
+      lines->push_back(
+          fmt::format("gpoeo: memory clocks at {} MHz: probed {}", chosen_mhz_, tried(last_mem_probes_, mem_clocks_)));
     lines->push_back(
-        fmt::format("gpoeo: chose {} MHz ({} objective): measured energy {:+.1f} %, time {:+.1f} % per "
-                    "period vs the default clock; settled after {:.1f} s ({:.0f} periods)",
-                    chosen_mhz_, ObjectiveName(o_.objective), 100 * (chosen_energy_ - 1), 100 * (chosen_time_ - 1),
-                    settle_s_, settle_s_ / period_s()));
+        fmt::format("gpoeo: chose {} MHz{} ({} objective): measured energy {:+.1f} %, time {:+.1f} % per period vs the "
+                    "default clocks; settled after {:.1f} s ({:.0f} periods)",
+                    chosen_mhz_, chosen_mem_mhz_ > 0 ? fmt::format(", memory {} MHz", chosen_mem_mhz_) : std::string(),
+                    ObjectiveName(o_.objective), 100 * (chosen_energy_ - 1), 100 * (chosen_time_ - 1), settle_s_,
+                    settle_s_ / period_s()));
   } else {
     lines->push_back(fmt::format("gpoeo: still {} at the end of the run", StateName(state_)));
   }

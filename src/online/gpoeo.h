@@ -32,6 +32,11 @@
 //   through the alias (upstream keeps [0.8, 1.5]·Tp).
 //   Two probes that put a lower clock faster than a higher one are measured again, then distrusted
 //   (GpoeoSearch::contradiction). Upstream has neither.
+// - The memory clock (memory=1, where the GPUs list several memory clocks: GDDR parts) is tuned
+//   after the SM clock, by a measured search from the default memory clock down with the SM clock
+//   held (GpoeoSearch over the memory clocks, step 1). Upstream tunes it first, from a prediction
+//   by its low band's models with f_mem/9501 in the clock slot (GPOEO.md §4-5); EMO's models are
+//   trained at the default memory clock and have no memory clock input.
 // - Aperiodic phases keep the default clock (upstream's IPS proxy needs counters).
 // - Phase changes are checked at a fixed interval, without upstream's back-off.
 // - The idle watchdog (upstream: a process of its own, for its one GPU) acts per GPU and only while
@@ -64,10 +69,12 @@ struct GpoeoOptions {
   double probe_periods = 10;   // periods measured at each probe clock, after one to settle
   double drift = 0.15;         // phase change: the period or the mean power moved by more than this share
   double check_periods = 10;   // periods per phase-change check
+  bool memory = false;         // then tune the memory clock too, where the GPUs list several (GDDR)
+  int memory_probes = 3;       // memory clocks measured below the default at most
 };
 
 // Options from the command line: objective=energy|edp|ed2p, slowdown, models, sample-ms, probes,
-// step, probe-periods, drift.
+// step, probe-periods, drift, memory=0|1, memory-probes.
 bool ParseGpoeoOptions(const MethodOptions& m, GpoeoOptions* out, std::string* err);
 
 // The longest the controller takes, on a steady workload of this period, from its start to the
@@ -140,13 +147,14 @@ class Gpoeo : public OnlineMethod {
   void Finish() override;  // resets the clocks
   void Report(std::vector<std::string>* lines, nlohmann::ordered_json* findings) const override;
 
-  enum class State { kDetect, kSearch, kHold, kAperiodic };
+  enum class State { kDetect, kSearch, kMemorySearch, kHold, kAperiodic };
   State state() const { return state_; }
   // The iteration's period at the default clock (behind the readings' alias when they alias it).
   double period_s() const { return period_s_ > 0 ? TruePeriod(period_s_) : 0; }
   bool aliased() const { return alias_; }
-  int chosen_mhz() const { return chosen_mhz_; }        // 0 until a search has ended
-  int predicted_mhz() const { return predicted_mhz_; }  // 0 until a prediction
+  int chosen_mhz() const { return chosen_mhz_; }             // 0 until a search has ended
+  int predicted_mhz() const { return predicted_mhz_; }       // 0 until a prediction
+  int chosen_memory_mhz() const { return chosen_mem_mhz_; }  // 0 until a memory search has ended
   struct PhaseChange {
     double at_s, old_period_s, new_period_s, old_power_w, new_power_w;
   };
@@ -159,8 +167,15 @@ class Gpoeo : public OnlineMethod {
   void Lock(int mhz);
   void Detect(double now_s);
   void StartProbe(int clock_index);
+  void OpenProbe();  // a probe's measurement window, once its clocks are commanded
   void EndProbe(double now_s);
   void EndSearch(double now_s);
+  // The memory clock's search (state kMemorySearch), with the SM clock held at chosen_mhz_.
+  void StartMemoryProbe(int mem_index);
+  void EndMemoryProbe(double now_s);
+  void EndMemorySearch(double now_s);
+  void LockMemory(int mhz);
+  void Hold(double now_s);
   void Check(double now_s);
   void LockGpu(int gpu, int mhz);
   // GPOEO's idle watchdog (GPOEO.md §6), while a clock is held, per GPU: after kIdleS at 0 %
@@ -200,8 +215,9 @@ class Gpoeo : public OnlineMethod {
   GpuControl* gpus_;
   GpoeoOptions o_;
   GpoeoModels models_;
-  std::vector<int> clocks_;  // GPU 0's supported clocks, ascending
-  double limit_w_ = 0;       // summed power limit
+  std::vector<int> clocks_;      // GPU 0's supported clocks, ascending
+  std::vector<int> mem_clocks_;  // GPU 0's memory clocks, ascending, where the memory clock is tuned
+  double limit_w_ = 0;           // summed power limit
   State state_ = State::kDetect;
   GpoeoSamples trace_;           // the current state's samples
   double trace_start_s_ = 0;     // when trace_ began
@@ -224,18 +240,23 @@ class Gpoeo : public OnlineMethod {
   double AliasPartner(double period_s) const;
   // The iteration's period behind a period of the readings.
   double TruePeriod(double signal_period_s) const;
-  // One probe as measured: the readings' period and mean power at a clock.
+  // One probe as measured: the readings' period and mean power at a clock (and memory clock, an
+  // index into mem_clocks_; -1: the default).
   struct Probed {
     int clock;
     double period_s, power_w;  // 0: no period found
+    int mem = -1;
   };
   std::vector<Probed> probed_;  // this search's, in order
   // A probe's energy and time relative to the default clock, through the alias when alias_;
   // infinite when no period was found or the time ratio cannot be (under 0.97, or over the
   // clocks' ratio).
   void Ratios(const Probed& p, double* e, double* t) const;
-  // How many times longer the probe's clock can make the iteration at most (the clocks' ratio).
-  double Slowest(int clock) const;
+  // How many times longer the probe's clocks can make the iteration at most (the SM clocks' ratio
+  // times the memory clocks').
+  double Slowest(int clock, int mem = -1) const;
+  // The probe just measured (since trace_start_s_) at SM clock `clock` and memory clock `mem`.
+  Probed Measure(int clock, int mem) const;
   // A new search from the first probe's clock, every probe so far measured again as alias_ says.
   void RecordAgain();
   std::vector<double> features_;
@@ -254,8 +275,14 @@ class Gpoeo : public OnlineMethod {
   std::vector<GpoeoSearch::Probe> last_probes_;
   std::pair<int, int> contradiction_{-1, -1};  // the last search's (GpoeoSearch::contradiction)
   // Hold.
-  int chosen_mhz_ = 0;
+  int chosen_mhz_ = 0, chosen_ci_ = 0;
   double chosen_energy_ = 1, chosen_time_ = 1;  // measured, relative to the default clock
+  // The memory clock's search and its outcome.
+  std::unique_ptr<GpoeoSearch> mem_search_;
+  int mem_probe_ = -1;
+  std::vector<Probed> mem_probed_;
+  std::vector<GpoeoSearch::Probe> last_mem_probes_;
+  int chosen_mem_mhz_ = 0;
   double chosen_period_s_ = 0, chosen_power_w_ = 0;
   double settle_s_ = 0;
   std::vector<PhaseChange> phase_changes_;

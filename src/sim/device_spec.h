@@ -5,7 +5,9 @@
 // `v_floor`; above it rises to 1 as ((f - knee) / (f_max - knee))^v_exponent. Power at SM clock f
 // (GHz) and voltage V, with activities u in [0, 1]:
 //   P = board_w + leakage_w·V² + V²·f·(clock_w + sm_active_w·busy + Σ pipe_w·u_pipe)
-//       + dram_j_per_byte·(DRAM bytes/s)
+//       + dram_j_per_byte·(DRAM bytes/s) − mem_w·(1 − m/m_default)
+// at memory clock m, which also scales the DRAM bandwidth by m/m_default (GDDR parts only; HBM
+// parts list one memory clock).
 // where the pipes are tensor, fp32, fp64, int, sfu, lsu, shared (u = mean of shared and L1) and
 // l2. The A100 and A40 V/f and power parameters, overlap_p, DRAM efficiency and link bandwidth
 // are fitted to the Perseus stage profiles (tests/sim_calibration_test.cc); H100 and RTX 3080 Ti
@@ -19,13 +21,14 @@
 namespace emo::sim {
 
 struct DeviceSpec {
-  std::string name;                // canonical, e.g. "A100-SXM4-80GB"
-  std::vector<int> sm_clocks_mhz;  // supported SM clocks, ascending
-  int default_sm_clock_mhz = 0;    // the top of the V/f curve, where the driver boosts without a lock:
-                                   // the highest supported clock, except on GeForce (boost ceiling)
-  int mem_clock_mhz = 0;           // fixed; DVFS changes only the SM clock
-  double mem_bandwidth_bps = 0;    // DRAM peak, B/s
-  double dram_efficiency = 0;      // fraction of the DRAM peak a streaming kernel attains
+  std::string name;                 // canonical, e.g. "A100-SXM4-80GB"
+  std::vector<int> sm_clocks_mhz;   // supported SM clocks, ascending
+  int default_sm_clock_mhz = 0;     // the top of the V/f curve, where the driver boosts without a lock:
+                                    // the highest supported clock, except on GeForce (boost ceiling)
+  int mem_clock_mhz = 0;            // the default memory clock, the highest of mem_clocks_mhz
+  std::vector<int> mem_clocks_mhz;  // memory clocks a lock may choose, ascending (one on HBM parts)
+  double mem_bandwidth_bps = 0;     // DRAM peak, B/s
+  double dram_efficiency = 0;       // fraction of the DRAM peak a streaming kernel attains
   int sm_count = 0;
   bool pcie = false;              // PCIe card (no NVLink/SXM)
   double link_bandwidth_bps = 0;  // GPU-to-GPU collective bus bandwidth (NVLink or PCIe), B/s
@@ -48,7 +51,8 @@ struct DeviceSpec {
   double v_exponent = 1;  // shape of the rise above the knee (1 = linear)
 
   // Power.
-  double board_w = 0;      // clock- and voltage-independent: fans, VRM, memory background, I/O
+  double board_w = 0;      // SM-clock- and voltage-independent: fans, VRM, memory background, I/O
+  double mem_w = 0;        // the part of board_w the memory clock drives (PHY, refresh), ∝ memory clock
   double leakage_w = 0;    // static leakage at V = 1, scales as V^2
   double clock_w = 0;      // clock tree, W per GHz at V = 1, drawn even when idle
   double sm_active_w = 0;  // schedulers/register files of busy SMs, W per GHz at V = 1

@@ -25,7 +25,8 @@ enum EvType : uint8_t {
   kUtilSample,
   kTimer,
   kPowerControl,
-  kWake
+  kWake,
+  kMemClockApply
 };
 // Periodic or follow-up events that do not by themselves keep a run alive.
 inline bool Background(EvType t) {
@@ -145,6 +146,9 @@ struct Gpu {
   size_t requested_ci = 0, effective_ci = 0;  // indices of those clocks in spec->sm_clocks_mhz
   double power_limit = 0;
   double clock_lands_at = 0;            // when the last clock command issued takes effect
+  size_t mem_mi = 0;                    // index in spec->mem_clocks_mhz of the memory clock in effect
+  size_t mem_requested_mi = 0;          // ... and of the last one commanded
+  double mem_lands_at = 0;              // when the last memory clock command issued takes effect
   bool locked = false;                  // a clock lock is in effect (else the default governor)
   size_t top_ci = 0, cap_ci = 0;        // boost ceiling; the power controller's clock ceiling
   double ctl_time = 0, ctl_energy = 0;  // the power controller's window start
@@ -219,10 +223,11 @@ struct Engine::State {
   std::vector<double> cpu_factor;    // [rank]: this run's speed of the rank's host CPU work
   const DeviceSpec* spec = nullptr;  // of every GPU
   size_t n_kernels = 0;
-  // Clock-major, so that the kernels at the clock in use lie together.
-  std::vector<CostEntry> cost;       // [clock index * n_kernels + kernel], evaluated when first needed
+  // Clock-major, so that the kernels at the clock in use lie together. A clock slot is the
+  // memory clock's index × the SM clocks + the SM clock's index (Slot()).
+  std::vector<CostEntry> cost;       // [slot * n_kernels + kernel], evaluated when first needed
   std::vector<KernelTraits> traits;  // [kernel]: the program's, with the hidden per-name factors
-  std::vector<double> idle_w;        // [clock index]
+  std::vector<double> idle_w;        // [slot]
   std::vector<Stream> streams;       // all ranks, rank-major
   std::vector<int32_t> stream_base;  // rank -> index of its stream 0
   std::vector<EventState> events;
@@ -303,10 +308,12 @@ struct Engine::State {
     auto it = std::upper_bound(c.begin(), c.end(), static_cast<int>(std::lround(mhz)));
     return it == c.begin() ? 0 : static_cast<size_t>(it - c.begin() - 1);
   }
-  const CostEntry& Cost(int32_t kernel, size_t ci) {
-    CostEntry& c = cost[ci * n_kernels + static_cast<size_t>(kernel)];
+  size_t Slot(const Gpu& g, size_t ci) const { return g.mem_mi * spec->sm_clocks_mhz.size() + ci; }
+  const CostEntry& Cost(const Gpu& g, int32_t kernel, size_t ci) {
+    CostEntry& c = cost[Slot(g, ci) * n_kernels + static_cast<size_t>(kernel)];
     if (c.time_ns < 0) {
-      const KernelCost k = EvaluateKernel(*spec, traits[static_cast<size_t>(kernel)], spec->sm_clocks_mhz[ci]);
+      const KernelCost k = EvaluateKernel(*spec, traits[static_cast<size_t>(kernel)], spec->sm_clocks_mhz[ci],
+                                          spec->mem_clocks_mhz[g.mem_mi]);
       c.time_ns = k.time_s * 1e9;
       c.power_w = k.power_w;
       c.dram_util = k.dram_util;
@@ -316,14 +323,14 @@ struct Engine::State {
   // Power of the running mix at clock index ci; compute kernels use `share` of the SMs (the rest
   // held by NCCL kernels, whose power counts on its own).
   double Power(const Gpu& g, size_t ci, double share) {
-    const double idle = idle_w[ci];
+    const double idle = idle_w[Slot(g, ci)];
     const int n = g.n_compute;
     double w = idle;
     for (const Running& r : g.running) {
       if (r.compute)
-        w += (Cost(r.kernel, ci).power_w - idle) * share / n;
+        w += (Cost(g, r.kernel, ci).power_w - idle) * share / n;
       else if (r.kernel >= 0)
-        w += Cost(r.kernel, ci).power_w - idle;
+        w += Cost(g, r.kernel, ci).power_w - idle;
       else
         w += r.extra_w;
     }
@@ -339,7 +346,7 @@ struct Engine::State {
     const bool dropped = IdleDropped(g);
     const double high = dropped ? std::max(0.0, g.idle_since + kIdleHoldNs - g.last_update) : dt;
     if (dropped)
-      g.energy_j += (g.power_w * high + idle_w[0] * g.power_factor * (dt - high)) * 1e-9;
+      g.energy_j += (g.power_w * high + idle_w[Slot(g, 0)] * g.power_factor * (dt - high)) * 1e-9;
     else
       g.energy_j += g.power_w * dt * 1e-9;
     if (g.counting) {  // an activity window: the SM cycles that elapsed
@@ -372,12 +379,12 @@ struct Engine::State {
       Stream& st = streams[static_cast<size_t>(r.stream)];
       double end_t;
       if (r.compute) {
-        const CostEntry& c = Cost(r.kernel, ci);
+        const CostEntry& c = Cost(g, r.kernel, ci);
         mem += c.dram_util / n;
         r.rate = share / (c.time_ns * r.noise * n);
         end_t = now + std::max(0.0, r.remaining) / r.rate;
       } else {
-        mem += r.kernel >= 0 ? Cost(r.kernel, ci).dram_util : r.dram;
+        mem += r.kernel >= 0 ? Cost(g, r.kernel, ci).dram_util : r.dram;
         end_t = r.fixed_end;
       }
       // Only a changed end needs a new completion event (the old one becomes stale).
@@ -892,7 +899,8 @@ struct Engine::State {
       CounterValues* range = ri >= 0 ? &g.range_counters[static_cast<size_t>(ri)] : nullptr;
       if (g.counting || range) {
         const KernelTraits& k = traits[static_cast<size_t>(it.kernel)];
-        const KernelCost cost_now = EvaluateKernel(*spec, k, spec->sm_clocks_mhz[g.effective_ci]);
+        const KernelCost cost_now =
+            EvaluateKernel(*spec, k, spec->sm_clocks_mhz[g.effective_ci], spec->mem_clocks_mhz[g.mem_mi]);
         // A profiled kernel ran once per pass; each counter comes from one pass.
         double ran_s = (now - st.current_start) * 1e-9;
         if (range) {
@@ -1049,8 +1057,9 @@ struct Engine::State {
       return false;
     }
     n_kernels = p.kernels.size();
-    cost.assign(spec->sm_clocks_mhz.size() * n_kernels, CostEntry{});
-    for (int mhz : spec->sm_clocks_mhz) idle_w.push_back(IdlePower(*spec, mhz));
+    cost.assign(spec->mem_clocks_mhz.size() * spec->sm_clocks_mhz.size() * n_kernels, CostEntry{});
+    for (int mem : spec->mem_clocks_mhz)
+      for (int mhz : spec->sm_clocks_mhz) idle_w.push_back(IdlePower(*spec, mhz, mem));
     group_names.assign(p.groups.size(), 0);
     const size_t ranks = p.ranks.size();
     gpus.resize(ranks);
@@ -1060,10 +1069,11 @@ struct Engine::State {
       g.requested_ci = g.effective_ci = ClockIndex(g, g.requested_mhz);
       g.power_limit = spec->power_limit_default_w;
       g.top_ci = g.cap_ci = g.requested_ci;
+      g.mem_mi = g.mem_requested_mi = spec->mem_clocks_mhz.size() - 1;
     }
     DrawVariation();
     DrawKernelFactors();
-    for (Gpu& g : gpus) g.power_w = idle_w[g.top_ci] * g.power_factor;
+    for (Gpu& g : gpus) g.power_w = idle_w[Slot(g, g.top_ci)] * g.power_factor;
     n_launch = trace.names.Intern("cudaLaunchKernel");
     n_memcpy_async = trace.names.Intern("cudaMemcpyAsync");
     n_memcpy = trace.names.Intern("cudaMemcpy");
@@ -1150,6 +1160,13 @@ struct Engine::State {
           if (g.locked && g.running.empty() && now - g.idle_since > kIdleHoldNs) g.idle_since = now;
           g.requested_mhz = static_cast<double>(arg & 0xffffffffu);
           g.requested_ci = ClockIndex(g, g.requested_mhz);
+          Recompute(a);
+          break;
+        }
+        case kMemClockApply: {
+          Gpu& g = gpus[static_cast<size_t>(a)];
+          Advance(g);
+          g.mem_mi = arg;
           Recompute(a);
           break;
         }
@@ -1285,6 +1302,30 @@ void Engine::ResetClock(int gpu) {
   std::uniform_real_distribution<double> latency(g.spec->dvfs_latency_min_s, g.spec->dvfs_latency_max_s);
   g.clock_lands_at = std::max(s_->now + latency(s_->rng) * 1e9, g.clock_lands_at);
   s_->Push(g.clock_lands_at, kClockApply, gpu, static_cast<uint64_t>(g.spec->default_sm_clock_mhz) | (1ull << 32));
+}
+const std::vector<int>& Engine::SupportedMemoryClocks(int gpu) const {
+  return s_->gpus[static_cast<size_t>(gpu)].spec->mem_clocks_mhz;
+}
+void Engine::SetMemoryClock(int gpu, int mhz) {
+  Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  std::uniform_real_distribution<double> latency(g.spec->dvfs_latency_min_s, g.spec->dvfs_latency_max_s);
+  // The highest supported memory clock not above the request (NVML takes only listed ones).
+  const std::vector<int>& c = g.spec->mem_clocks_mhz;
+  const auto it = std::upper_bound(c.begin(), c.end(), mhz);
+  const uint64_t mi = it == c.begin() ? 0 : static_cast<uint64_t>(it - c.begin() - 1);
+  g.mem_requested_mi = mi;
+  g.mem_lands_at = std::max(s_->now + latency(s_->rng) * 1e9, g.mem_lands_at);
+  s_->Push(g.mem_lands_at, kMemClockApply, gpu, mi);
+}
+void Engine::ResetMemoryClock(int gpu) {
+  Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  // Nothing to undo when the last command, if any, was already the default (so that a reset of an
+  // unlocked GPU leaves the run, its random latencies included, as it was).
+  if (g.mem_requested_mi + 1 < g.spec->mem_clocks_mhz.size()) SetMemoryClock(gpu, g.spec->mem_clock_mhz);
+}
+double Engine::MemoryClockMhz(int gpu) const {
+  const Gpu& g = s_->gpus[static_cast<size_t>(gpu)];
+  return g.spec->mem_clocks_mhz[g.mem_mi];
 }
 void Engine::SetPowerLimit(int gpu, double watts) {
   Gpu& g = s_->gpus[static_cast<size_t>(gpu)];

@@ -83,8 +83,14 @@ class Engine {
   const std::string& DeviceName(int gpu) const;
   const DeviceSpec& Spec(int gpu) const;  // the product's public figures (peaks, clocks, telemetry)
   const std::vector<int>& SupportedClocks(int gpu) const;
-  void SetLockedClock(int gpu, int mhz);      // takes effect after the DVFS latency, in issue order
-  void ResetClock(int gpu);                   // back to the default governor (boost clock), after the latency
+  void SetLockedClock(int gpu, int mhz);  // takes effect after the DVFS latency, in issue order
+  void ResetClock(int gpu);               // back to the default governor (boost clock), after the latency
+  // Memory clocks (GDDR parts list several, HBM parts one): a lock takes effect after the DVFS
+  // latency, in issue order; a reset returns to the default (highest) memory clock.
+  const std::vector<int>& SupportedMemoryClocks(int gpu) const;
+  void SetMemoryClock(int gpu, int mhz);
+  void ResetMemoryClock(int gpu);
+  double MemoryClockMhz(int gpu) const;
   void SetPowerLimit(int gpu, double watts);  // enforced by the power controller from its next window
   double PowerLimit(int gpu) const;
   void PowerLimitRange(int gpu, double* min_w, double* max_w) const;

@@ -21,6 +21,12 @@ double LpNorm(std::initializer_list<double> parts, double p) {
 
 double Time(double work, double peak_per_s) { return work > 0 ? work / peak_per_s : 0; }
 
+// The memory clock over the default one (exactly 1 at the default, so that a run that never moves
+// the memory clock computes as before).
+double MemoryClockRatio(const DeviceSpec& spec, double mem_clock_mhz) {
+  return mem_clock_mhz > 0 ? mem_clock_mhz / spec.mem_clock_mhz : 1.0;
+}
+
 constexpr double kSmOverlapP = 6;  // the SM's pipes and its shared/L1/L2 paths work concurrently
 constexpr double kLaunchS = 4e-6;  // launch plus tail of a typical kernel
 constexpr double kTile = 128;      // GEMM output tile edge (elements)
@@ -36,7 +42,7 @@ constexpr double kDramMlpHeadroom = 1.6;
 
 }  // namespace
 
-KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double sm_clock_mhz) {
+KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double sm_clock_mhz, double mem_clock_mhz) {
   KernelCost c;
   const double f_mhz = std::clamp(sm_clock_mhz, static_cast<double>(spec.min_clock_mhz()),
                                   static_cast<double>(spec.boost_ceiling_mhz()));
@@ -54,7 +60,8 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
   const double t_l1 = Time(k.l1_bytes, spec.l1_bytes_per_sm_cycle * sm_hz);
   const double t_l2 = Time(k.l2_bytes, spec.l2_bytes_per_cycle * hz * occ);
   const double dram_bytes = k.dram_read_bytes + k.dram_write_bytes;
-  const double t_dram = Time(dram_bytes, spec.mem_bandwidth_bps * spec.dram_efficiency * occ) * k.dram_time_scale;
+  const double mem_bps = spec.mem_bandwidth_bps * MemoryClockRatio(spec, mem_clock_mhz);
+  const double t_dram = Time(dram_bytes, mem_bps * spec.dram_efficiency * occ) * k.dram_time_scale;
 
   const double t_link = Time(k.link_bytes, spec.link_bandwidth_bps);
   const double t_sm =
@@ -79,7 +86,7 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
   c.shared_util = t_shared * u;
   c.l1_util = t_l1 * u;
   c.l2_util = t_l2 * u;
-  c.dram_util = dram_bytes / (spec.mem_bandwidth_bps * c.time_s);
+  c.dram_util = dram_bytes / (mem_bps * c.time_s);
   c.sm_busy = occ * body / c.time_s;
 
   const double v2f = c.voltage * c.voltage * f_mhz * 1e-3;  // V² · GHz
@@ -87,7 +94,8 @@ KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double 
                          spec.fp64_w * c.fp64_util + spec.int_w * c.int_util + spec.sfu_w * c.sfu_util +
                          spec.lsu_w * c.lsu_util + spec.shared_w * 0.5 * (c.shared_util + c.l1_util) +
                          spec.l2_w * c.l2_util;
-  c.power_w = IdlePower(spec, f_mhz) + v2f * dynamic * k.power_scale + spec.dram_j_per_byte * dram_bytes / c.time_s;
+  c.power_w = IdlePower(spec, f_mhz, mem_clock_mhz) + v2f * dynamic * k.power_scale +
+              spec.dram_j_per_byte * dram_bytes / c.time_s;
   c.energy_j = c.power_w * c.time_s;
   return c;
 }
@@ -153,9 +161,10 @@ double ThrottledClock(const DeviceSpec& spec, std::span<const KernelTraits> kern
   return clocks[i];
 }
 
-double IdlePower(const DeviceSpec& spec, double sm_clock_mhz) {
+double IdlePower(const DeviceSpec& spec, double sm_clock_mhz, double mem_clock_mhz) {
   const double v = Voltage(spec, sm_clock_mhz);
-  return spec.board_w + spec.leakage_w * v * v + spec.clock_w * v * v * sm_clock_mhz * 1e-3;
+  const double board = spec.board_w - spec.mem_w * (1 - MemoryClockRatio(spec, mem_clock_mhz));
+  return board + spec.leakage_w * v * v + spec.clock_w * v * v * sm_clock_mhz * 1e-3;
 }
 
 KernelTraits GemmKernel(double m, double n, double k, double dtype_bytes, bool tensor_cores, double batch) {

@@ -73,7 +73,8 @@ struct KernelCost {
   double clock_bound = 0;  // t_sm / (t_sm + t_dram): 1 = all time scales with 1/f
 };
 
-KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double sm_clock_mhz);
+// At `mem_clock_mhz` (0: the default memory clock).
+KernelCost EvaluateKernel(const DeviceSpec& spec, const KernelTraits& k, double sm_clock_mhz, double mem_clock_mhz = 0);
 
 // The highest supported clock <= requested whose power for this kernel fits power_limit_w; the
 // lowest supported clock when none does.
@@ -83,8 +84,8 @@ double ThrottledClock(const DeviceSpec& spec, const KernelTraits& k, double requ
 double ThrottledClock(const DeviceSpec& spec, std::span<const KernelTraits> kernels, double requested_mhz,
                       double power_limit_w);
 
-// Power (W) of the idle GPU held at an SM clock.
-double IdlePower(const DeviceSpec& spec, double sm_clock_mhz);
+// Power (W) of the idle GPU held at an SM clock (and a memory clock, 0: the default).
+double IdlePower(const DeviceSpec& spec, double sm_clock_mhz, double mem_clock_mhz = 0);
 
 // Typical kernels built from shapes; the workload generator composes these. Sizes are element
 // counts, dtype_bytes the bytes per element (2 for FP16/BF16).

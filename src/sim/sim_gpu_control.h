@@ -31,6 +31,22 @@ class SimGpuControl : public GpuControl {
     e_->SetPowerLimit(gpu, watts);
     return true;
   }
+  std::vector<int> SupportedMemoryClocks(int gpu) const override {
+    return Valid(gpu) ? e_->SupportedMemoryClocks(gpu) : std::vector<int>{};
+  }
+  bool SetMemoryLockedClock(int gpu, int mhz, std::string* err) override {
+    if (!Check(gpu, err)) return false;
+    e_->SetMemoryClock(gpu, mhz);
+    return true;
+  }
+  bool ResetMemoryClock(int gpu, std::string* err) override {
+    if (!Check(gpu, err)) return false;
+    e_->ResetMemoryClock(gpu);
+    return true;
+  }
+  std::optional<double> MemoryClockMhz(int gpu) const override {
+    return Valid(gpu) ? e_->MemoryClockMhz(gpu) : Nothing();
+  }
   // Every reading; activity (GPM) on the products that have it. Activity and counter windows
   // share the engine's one counter window per GPU, so a controller reads one kind or the other.
   bool Offers(Reading r) const override { return r != Reading::kActivity || e_->Spec(0).gpm; }

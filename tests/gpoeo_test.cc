@@ -577,6 +577,26 @@ TEST(Gpoeo, SeesThroughTheAliasOfAnIterationJustUnderTwoReadings) {
   EXPECT_TRUE(gpoeo.aliased);
 }
 
+// Mean iteration time of `program` at an SM clock and a memory clock (0: the default) over
+// iterations 2-31 of a run of its own (seed 3).
+double StaticIterationTime(const sim::Program& program, int mhz, int mem) {
+  sim::EngineOptions eo;
+  eo.iterations = 32;
+  eo.seed = 3;
+  eo.record_trace = false;
+  sim::Engine e(program, eo);
+  sim::SimGpuControl gpus(&e);
+  std::string err;
+  for (int g = 0; g < e.gpus(); ++g) {
+    if (mhz > 0) gpus.SetLockedClock(g, mhz, &err);
+    if (mem > 0) gpus.SetMemoryLockedClock(g, mem, &err);
+  }
+  std::vector<double> starts;
+  e.OnIterationStart([&](int, double now) { starts.push_back(now); });
+  EXPECT_TRUE(e.Run(&err)) << err;
+  return (starts.back() - starts[2]) / static_cast<double>(starts.size() - 3);
+}
+
 // Each probe's time ratio is a period measured at the probe's clock over the period at the default
 // clock, from a few seconds of readings. On an H100, whose power reading averages the last second,
 // only the energy counter still shows a sub-second iteration; the probes must read it there, or
@@ -590,29 +610,15 @@ TEST(Gpoeo, ProbesMeasureTheTimeRatioOfTheirClock) {
   sim::Program program;
   std::string err;
   ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
-  // Mean iteration time at a clock (0: default) over iterations 2-31 of a run of its own.
-  auto static_time = [&](int mhz) {
-    sim::EngineOptions eo;
-    eo.iterations = 32;
-    eo.seed = 3;
-    eo.record_trace = false;
-    sim::Engine e(program, eo);
-    sim::SimGpuControl gpus(&e);
-    for (int g = 0; g < e.gpus() && mhz > 0; ++g) gpus.SetLockedClock(g, mhz, &err);
-    std::vector<double> starts;
-    e.OnIterationStart([&](int, double now) { starts.push_back(now); });
-    EXPECT_TRUE(e.Run(&err)) << err;
-    return (starts.back() - starts[2]) / static_cast<double>(starts.size() - 3);
-  };
   GpoeoRun gpoeo;
   RunGpoeo(program, "gpoeo-sim-h100", 250, 83, true, &gpoeo);
   if (HasFatalFailure()) return;
   ASSERT_GE(gpoeo.findings["probes"].size(), 3u);
-  const double base = static_time(0);
+  const double base = StaticIterationTime(program, 0, 0);
   for (const auto& probe : gpoeo.findings["probes"]) {
     ASSERT_FALSE(probe["time_ratio"].is_null());
     const int mhz = probe["mhz"];
-    const double truth = static_time(mhz) / base;
+    const double truth = StaticIterationTime(program, mhz, 0) / base;
     EXPECT_NEAR(probe["time_ratio"].get<double>(), truth, 0.015) << mhz << " MHz";
   }
 }
@@ -647,28 +653,11 @@ TEST(Gpoeo, MemoryProbesMeasureTheTimeRatioOfTheirClocks) {
   EXPECT_EQ(findings["memory_mhz"], c.chosen_memory_mhz());
   EXPECT_EQ(run.gpus.MemoryClockMhz(0).value(), c.chosen_memory_mhz());
   EXPECT_LE(findings["measured_time_ratio"].get<double>(), 1.10);
-  // Mean iteration time at the clocks over iterations 2-31 of a run of its own.
-  auto static_time = [&](int mhz, int mem) {
-    sim::EngineOptions eo;
-    eo.iterations = 32;
-    eo.seed = 3;
-    eo.record_trace = false;
-    sim::Engine e(program, eo);
-    sim::SimGpuControl gpus(&e);
-    for (int g = 0; g < e.gpus(); ++g) {
-      if (mhz > 0) gpus.SetLockedClock(g, mhz, &err);
-      if (mem > 0) gpus.SetMemoryLockedClock(g, mem, &err);
-    }
-    std::vector<double> starts;
-    e.OnIterationStart([&](int, double now) { starts.push_back(now); });
-    EXPECT_TRUE(e.Run(&err)) << err;
-    return (starts.back() - starts[2]) / static_cast<double>(starts.size() - 3);
-  };
-  const double base = static_time(0, 0);
+  const double base = StaticIterationTime(program, 0, 0);
   for (size_t i = 1; i < probes.size(); ++i) {
     ASSERT_FALSE(probes[i]["time_ratio"].is_null());
     const int mem = probes[i]["mhz"];
-    const double truth = static_time(c.chosen_mhz(), mem) / base;
+    const double truth = StaticIterationTime(program, c.chosen_mhz(), mem) / base;
     EXPECT_NEAR(probes[i]["time_ratio"].get<double>(), truth, 0.015) << mem << " MHz";
   }
 }

@@ -117,6 +117,9 @@ sys.exit(0 if m['corpus'] == 'mix' and len(c['train']) == 6 and len(c['eval']) =
          and len(m['controller_eval']) == 1 else 1)"
   "$emo" gpoeo train --device cuda:0 --corpus workloads -o "$tmp/gm2" >/dev/null 2>"$tmp/err"; rc=$?
   check "emo gpoeo train on a GPU refuses the simulator's workloads" bash -c "test $rc -eq 1 && grep -q 'kernel-mix corpus' '$tmp/err'"
+  "$emo" gpoeo train --device sim:a100 -o "$tmp/gm3" --controller-options memory=yes >/dev/null 2>"$tmp/err"; rc=$?
+  check "emo gpoeo train names a bad --controller-options value" bash -c \
+    "test $rc -eq 1 && grep -q 'controller-options: gpoeo: memory' '$tmp/err'"
   "$emo" sim --workload "$workloads/tp2-gpt3-1.3b-batch2-then-8-a100.json" --iterations 130 --adapt 5 \
     --measure "$tmp/ad.json" >"$tmp/ad.out" 2>&1
   check "sim --adapt plans twice across the phase change and says so" python3 -c \
@@ -161,7 +164,7 @@ if [ -n "$fake_nvml" ]; then
   unset CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER  # the fake machine's GPUs, all of them, unless a test says
   EMO_NVML_LIBRARY="$fake_nvml" "$emo" gpus --json >"$tmp/gpus.json" 2>"$tmp/err"
   check "gpus lists the fake driver's GPUs with their UUIDs" python3 -c \
-    "import json,sys; g=json.load(open('$tmp/gpus.json')); sys.exit(0 if len(g) == 2 and g[1]['power_limit_w'] == 400 and g[1]['uuid'] == 'GPU-fa4e0000-0000-0000-0000-000000000001' and g[1]['activity'] is False else 1)"
+    "import json,sys; g=json.load(open('$tmp/gpus.json')); sys.exit(0 if len(g) == 2 and g[1]['power_limit_w'] == 400 and g[1]['uuid'] == 'GPU-fa4e0000-0000-0000-0000-000000000001' and g[1]['activity'] is False and g[0]['supported_memory_clocks_mhz'] == [1593] else 1)"
   # emo run: GEEPAFS probes and locks clocks while the command runs; every GPU ends reset.
   last_resets() { python3 -c "
 import sys

@@ -23,6 +23,7 @@ struct GpoeoTrainOptions {
   int eval_workloads = 16;          // in the held-out corpus (generated from another seed, disjoint)
   int clocks = 28;                  // SM clocks per workload, spread over the range (the default included)
   int controller_eval = 8;          // held-out workloads the gpoeo controller is run on (0: none)
+  std::string controller_options;   // its options, as after `gpoeo:` (e.g. "memory=1"); "": the defaults
   uint64_t seed = 1;
   std::string command;  // the command line, for meta.json
 };

@@ -3,6 +3,7 @@
 #include "cli/gpus.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 
@@ -46,6 +47,7 @@ int RunGpus(const GpusOptions& opt) {
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   for (int g = 0; g < gpus->Count(); ++g) {
     const std::vector<int> clocks = gpus->SupportedClocks(g);
+    const std::vector<int> mem_clocks = gpus->SupportedMemoryClocks(g);  // empty where none can be locked
     double lo = 0, hi = 0;
     const bool range = gpus->PowerLimitRange(g, &lo, &hi);
     // A reading the driver refused is null in JSON and "?" in text, never a made-up number.
@@ -65,6 +67,7 @@ int RunGpus(const GpusOptions& opt) {
         {"uuid", uuid.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(uuid)},
         {"sm_clock_mhz", json(clock)},
         {"supported_sm_clocks_mhz", clocks},
+        {"supported_memory_clocks_mhz", mem_clocks},
         {"power_w", json(power)},
         {"power_limit_w", json(limit)},
         {"power_limit_range_w", range ? nlohmann::ordered_json{lo, hi} : nlohmann::ordered_json()},
@@ -80,6 +83,9 @@ int RunGpus(const GpusOptions& opt) {
           clocks.empty() ? 0 : clocks.front(), clocks.empty() ? 0 : clocks.back(), text(power, 1, "{:.1f}"),
           text(limit, 1, "{:.0f}"), range ? fmt::format("{:.0f}-{:.0f} W", lo, hi) : "?", text(energy, 1, "{:.1f}"),
           text(util, 100, "{:.0f}"), text(mem, 100, "{:.0f}"), gpus->Offers(Reading::kActivity) ? "yes" : "no");
+    if (!opt.json && mem_clocks.size() > 1)
+      fmt::print("GPU {}: memory clocks {} MHz (a lock may choose one: `--controller gpoeo:memory=1`)\n", g,
+                 fmt::join(mem_clocks, ", "));
     all.push_back(j);
   }
   if (!gpus->error().empty()) {

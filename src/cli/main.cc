@@ -339,6 +339,8 @@ int main(int argc, char** argv) {
   gt->add_option("--controller-eval", gtrain.controller_eval,
                  "held-out workloads to run the gpoeo controller on (0: none)")
       ->check(CLI::NonNegativeNumber);
+  gt->add_option("--controller-options", gtrain.controller_options,
+                 "the controller's options for that evaluation, as after gpoeo: (e.g. memory=1,slowdown=0.1)");
   gt->add_option("--seed", gtrain.seed, "seed of the corpus and of the simulated noise");
 
   emo::BenchOptions bench;

@@ -51,11 +51,13 @@ struct TinyInstance {
 // Two GPUs, `kernels` kernels (each a pack of 5-30 ms) on one stream per GPU, some waiting for a
 // kernel of the other GPU (as at a collective). Pack p at clock f: T = t0 (1500 / f)^a_p with
 // a_p in [0.1, 1], P = idle(f) + w_p (f / 1500)^2 W with w_p in [120, 320]; clocks 600-1500 MHz.
+// `split`: the predictor switches a kernel's remaining work at a landing inside it
+// (PredictorInput::split_at_landings).
 struct RandomInstance {
   PackedGraph pg;
   Predictor pred;
   std::string err;
-  RandomInstance(uint32_t seed, int kernels) {
+  RandomInstance(uint32_t seed, int kernels, bool split = false) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<double> u01(0, 1);
     std::vector<double> dur{1e3};
@@ -80,6 +82,7 @@ struct RandomInstance {
     in.clocks_mhz = {600, 900, 1200, 1500};
     in.default_clock = 3;
     in.idle_power_w = {40, 42, 45, 50};
+    in.split_at_landings = split;
     in.measured_energy_j.assign(2, 0);
     for (size_t p = 0; p < pg.p.packs(); ++p) {
       const double a = 0.1 + 0.9 * u01(rng), w = 120 + 200 * u01(rng);

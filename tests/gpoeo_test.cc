@@ -178,6 +178,19 @@ TEST(Gpoeo, OptionsAndRefusals) {
   shipped.models_dir = std::string(EMO_MODELS_DIR) + "/gpoeo-sim-a100";
   Gpoeo h(&other, shipped);
   EXPECT_NE(h.error().find("models trained on A100-SXM4-80GB, GPU 0 is H100-SXM"), std::string::npos) << h.error();
+  // memory=1 where GPU 0 lists no memory clock to lock: said, and nothing else changes.
+  shipped.models_dir = std::string(EMO_MODELS_DIR) + "/gpoeo-sim-a100";
+  shipped.memory = true;
+  Gpoeo hbm(&gpus, shipped);
+  ASSERT_EQ(hbm.error(), "");
+  std::vector<std::string> lines;
+  nlohmann::ordered_json findings;
+  hbm.Report(&lines, &findings);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front(),
+            "gpoeo: memory=1, but GPU 0 offers no memory clock to lock (one listed, or a back end that cannot lock "
+            "them): the memory clock is left alone");
+  shipped.memory = false;
   // The shipped H100 models take activity features, which these GPUs do not offer.
   shipped.models_dir = std::string(EMO_MODELS_DIR) + "/gpoeo-sim-h100";
   Gpoeo no_gpm(&other, shipped);

@@ -893,6 +893,10 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                {"settle_periods", period_s_ > 0 ? settle_s_ / period_s() : 0},
                {"phase_changes", changes},
                {"idle_drops", idle_drops_}};
+  if (o_.memory && mem_clocks_.empty())
+    lines->push_back(
+        "gpoeo: memory=1, but GPU 0 offers no memory clock to lock (one listed, or a back end that "
+        "cannot lock them): the memory clock is left alone");
   if (period_s_ <= 0) {
     lines->push_back(fmt::format("gpoeo: no period found ({}: {})", GpoeoVerdictName(detected_.verdict),
                                  detected_.reason.empty() ? "not enough trace" : detected_.reason));

@@ -25,6 +25,8 @@ skip() { echo "SKIP: $*"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv 2>&1 | head -5
 "$emo" gpus && pass "emo gpus" || fail "emo gpus"
 "$emo" gpus --json >"$out/gpus.json" || fail "emo gpus --json"
+# The memory clocks NVML lists (one on HBM parts; several on GDDR ones, where gpoeo:memory=1 tunes them).
+python3 -c "import json; print('memory clocks:', json.load(open('$out/gpus.json'))[0].get('supported_memory_clocks_mhz'))" || true
 
 # Calibration on the GPU: the 12 CUDA microbenchmarks at three clocks through NVML, with their
 # metric vectors from CUPTI range profiling, checked against the work the kernels were written to do.

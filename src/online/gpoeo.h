@@ -274,15 +274,15 @@ class Gpoeo : public OnlineMethod {
   int settle_ticks_ = 0, measure_ticks_ = 0;
   std::vector<GpoeoSearch::Probe> last_probes_;
   std::pair<int, int> contradiction_{-1, -1};  // the last search's (GpoeoSearch::contradiction)
-  // Hold.
-  int chosen_mhz_ = 0, chosen_ci_ = 0;
-  double chosen_energy_ = 1, chosen_time_ = 1;  // measured, relative to the default clock
-  // The memory clock's search and its outcome.
+  // The memory clock's search (with the SM clock held at chosen_ci_), and its outcome.
   std::unique_ptr<GpoeoSearch> mem_search_;
   int mem_probe_ = -1;
   std::vector<Probed> mem_probed_;
   std::vector<GpoeoSearch::Probe> last_mem_probes_;
   int chosen_mem_mhz_ = 0;
+  // Hold.
+  int chosen_mhz_ = 0, chosen_ci_ = 0;
+  double chosen_energy_ = 1, chosen_time_ = 1;  // measured, relative to the default clock
   double chosen_period_s_ = 0, chosen_power_w_ = 0;
   double settle_s_ = 0;
   std::vector<PhaseChange> phase_changes_;

@@ -49,13 +49,10 @@ int main(int argc, char** argv) {
         const auto start = std::chrono::steady_clock::now();
         double end = 0;
         m.energy_j = Exhaustive(inst.pred, o.grid_ms * 1e6, budget, 0, &end);
-        m.points = 2 * static_cast<int>(std::ceil(inst.pred.period_ns() / (o.grid_ms * 1e6)));
+        m.points = inst.pred.gpus() * static_cast<int>(std::ceil(inst.pred.period_ns() / (o.grid_ms * 1e6)));
         m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      } else if (!SolveMip(inst.pred, o, 300, &m, &err)) {
-        std::fprintf(stderr, "seed %d, budget %g: %s\n", seed, budget, err.c_str());
-        return 1;
       }
-      if (!Search(inst.pred, o, &r, &err)) {
+      if ((!split && !SolveMip(inst.pred, o, 300, &m, &err)) || !Search(inst.pred, o, &r, &err)) {
         std::fprintf(stderr, "seed %d, budget %g: %s\n", seed, budget, err.c_str());
         return 1;
       }

@@ -278,7 +278,7 @@ bool NvmlGpuControl::SetMemoryLockedClock(int gpu, int mhz, std::string* err) {
 bool NvmlGpuControl::ResetMemoryClock(int gpu, std::string* err) {
   Gpu& g = gpus_[static_cast<size_t>(gpu)];
   if (!g.mem_locked) return true;
-  if (!Check(gpu, api_->ResetMemoryLockedClocks(g.handle), "nvmlDeviceResetMemoryLockedClocks", err)) return false;
+  if (!ResetMemoryLocks(gpu, err)) return false;
   g.mem_locked = false;
   return true;
 }

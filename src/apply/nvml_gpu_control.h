@@ -51,14 +51,14 @@ class NvmlGpuControl : public GpuControl {
   // Resets every clock this object locked and restores every power limit it changed. False with
   // *err (the first failure) when the driver refused one; the others are still attempted.
   bool RestoreAll(std::string* err);
-  // Unlocks the GPU's clocks (SM and memory) and sets its power limit to the default, whoever changed them (the
-  // recovery after a process that held them died).
+  // Unlocks the GPU's clocks (SM and memory) and sets its power limit to the default, whoever
+  // changed them (the recovery after a process that held them died).
   bool ResetToDefaults(int gpu, std::string* err);
   // Tells `w` of every clock this object locks and every power limit it changes, so that the
   // watchdog can restore them if this process dies first.
   void Watch(Watchdog* w) { watchdog_ = w; }
-  // Puts back what another (dead) process changed: unlocks the clocks, SM and memory (`clocks`), or sets the power
-  // limit to limit_mw, without remembering it as a change of this object's.
+  // Puts back what another (dead) process changed: unlocks the clocks, SM and memory (`clocks`),
+  // or sets the power limit to limit_mw, without remembering it as a change of this object's.
   bool RestoreForOther(int gpu, bool clocks, unsigned int limit_mw, std::string* err);
   // The last telemetry read that failed, or "".
   std::string error() const override { return error_; }

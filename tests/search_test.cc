@@ -60,6 +60,49 @@ TEST(Search, WithinThreePercentOfTheExhaustiveOptimumWithKernelsSplitAtLandings)
   }
 }
 
+// GPU 0 runs A then B (20 ms each), GPU 1 runs C (50 ms) beside them: GPU 0 has 10 ms of slack
+// at a zero budget. Every pack follows the clock (T = t0 1500 / f) and draws idle(f) +
+// 260 (f / 1500)^2 W; kernels split at landings; a change point every 20 ms. C cannot slow, and
+// GPU 0's 40 ms of work at 1200 MHz take the 50 ms exactly, the optimum (dynamic energy per unit
+// of work grows with the clock). Deciding points in time order, 900 MHz from 0 (+8 ms) saves most
+// at the first point, and is the one state a front over the run's delay keeps (none of them delays
+// the run); 1500 MHz must then follow from 20 ms, 1200 from 40 ms. Kept also by GPU 0's delay, 1200
+// (+4 ms) survives beside it.
+TEST(Search, StatesKeptByEachGpusDelaySpendASlackGpusTimeEvenly) {
+  PackedGraph pg = Packed({1e3, 20e6, 20e6, 50e6}, {-1, 1, 1, 2}, {{1, 2}}, {0, 0, 0, 1});
+  PredictorInput in;
+  in.graph = &pg.g;
+  in.packing = &pg.p;
+  in.clocks_mhz = {600, 900, 1200, 1500};
+  in.default_clock = 3;
+  in.idle_power_w = {40, 42, 45, 50};
+  in.split_at_landings = true;
+  in.measured_energy_j.assign(2, 0);
+  for (size_t p = 0; p < pg.p.packs(); ++p)
+    for (size_t c = 0; c < in.clocks_mhz.size(); ++c) {
+      const double r = in.clocks_mhz[c] / 1500.0, t = pg.p.busy_ns[p] * 1e-9 / r;
+      in.pack_time_s.push_back(t);
+      in.pack_energy_j.push_back((in.idle_power_w[c] + 260 * r * r) * t);
+      if (static_cast<int>(c) == in.default_clock) in.measured_energy_j[pg.p.rank[p]] += in.pack_energy_j.back();
+    }
+  Predictor pred;
+  std::string err;
+  ASSERT_TRUE(pred.Init(in, &err)) << err;
+  ASSERT_NEAR(pred.base().end_ns, 50e6, 1e3);
+  double exact_end = 0;
+  const double exact = Exhaustive(pred, 20e6, 0, 0, &exact_end);
+  SearchOptions o = ExactOptions(0, 20, 0);
+  SearchResult with, without;
+  ASSERT_TRUE(Search(pred, o, &with, &err)) << err;
+  o.gpu_delays = false;
+  ASSERT_TRUE(Search(pred, o, &without, &err)) << err;
+  EXPECT_NEAR(with.predicted.energy_j, exact, 1e-9);
+  EXPECT_EQ(with.schedule, (Schedule{{{0, 2}}, {}}));  // GPU 0 at 1200 MHz throughout
+  EXPECT_LE(with.predicted.end_ns, pred.base().end_ns + 1e-3);
+  EXPECT_EQ(without.schedule, (Schedule{{{0, 1}, {20e6, 3}, {40e6, 2}}, {}}));
+  EXPECT_GT(without.predicted.energy_j, exact + 1e-6);
+}
+
 // One GPU: pack A (30 ms, a = 0.1: barely follows the clock) then pack B (30 ms, a = 0.9), T and P
 // as in TinyInstance, clocks 600, 900, 1200, 1450 and 1500 MHz (the default); `held_mhz` as given.
 struct HeldInstance {

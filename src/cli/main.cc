@@ -259,6 +259,9 @@ int main(int argc, char** argv) {
   o->add_flag("--no-backward-dp", opt.no_backward,
               "only the forward DP: no DP that decides the change points from the last (further from the "
               "model's optimum on small instances, see the README)");
+  o->add_flag("--no-gpu-delay-states", opt.no_gpu_delays,
+              "keep the search's states by the run's delay only, not also by each GPU's (half the search time "
+              "on pipelines; further from the model's optimum on small instances, see the README)");
   o->add_flag("--above-held", opt.above_held,
               "let GPUs that ran below the default clock at default clocks (power limit) take clocks above the one "
               "they ran at, where the model cannot see the power controller raise them (see the README)");

@@ -43,6 +43,7 @@ SearchOptions SearchOptionsOf(const OptimizeOptions& opt, const Graph& g, int gp
   so.local_search = opt.local_search;
   so.pairs = opt.pairs;
   so.backward = !opt.no_backward;
+  so.gpu_delays = !opt.no_gpu_delays;
   so.above_held = opt.above_held;
   so.threads = opt.search_threads;
   return so;

@@ -77,6 +77,16 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
       pack_duration_ns_[p] += g.duration[pk.members[i]];
   }
 
+  // Per GPU: the nodes no node of the same GPU waits for. Every other node of it has a successor
+  // on it that finishes later, so the GPU's latest finish is one of theirs.
+  std::vector<char> followed(n, 0);
+  for (size_t v = 0; v < n; ++v)
+    for (uint32_t e = g.pred_begin[v]; e < g.pred_begin[v + 1]; ++e)
+      if (g.rank[g.pred[e]] == g.rank[v]) followed[g.pred[e]] = 1;
+  rank_sinks_.assign(gpus_, {});
+  for (size_t v = 0; v < n; ++v)
+    if (!followed[v] && g.rank[v] >= 0) rank_sinks_[g.rank[v]].push_back(static_cast<uint32_t>(v));
+
   // Packs in the order of their first members, which is the pass's (RunFrom looks for the first
   // pack whose clock changes).
   pack_order_.resize(np);
@@ -366,6 +376,9 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
 
   Result r;
   r.end_ns = end;
+  r.gpu_end_ns.assign(gpus_, 0);
+  for (int gpu = 0; gpu < gpus_; ++gpu)
+    for (uint32_t v : rank_sinks_[gpu]) r.gpu_end_ns[gpu] = std::max(r.gpu_end_ns[gpu], finish[v]);
   r.gpu_energy_j.assign(gpus_, 0);
   std::vector<double> pack_t(gpus_, 0);
   // Each pack's energy: idle power over its time, plus the rest (its dynamic energy), which the

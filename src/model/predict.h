@@ -58,6 +58,7 @@ inline constexpr double kMinEnergyScale = 0.25, kMaxEnergyScale = 4;
 struct Landing {
   double t_ns = 0;
   int clock = 0;
+  bool operator==(const Landing&) const = default;
 };
 // Per GPU (rank index of the graph), landings sorted by t_ns. Missing or empty: default clock.
 using Schedule = std::vector<std::vector<Landing>>;
@@ -93,6 +94,7 @@ class Predictor {
     double end_ns = 0;                 // the run's predicted end (graph time)
     double energy_j = 0;               // all GPUs, the whole run
     std::vector<double> gpu_energy_j;  // per GPU
+    std::vector<double> gpu_end_ns;    // per GPU: the latest finish of its nodes (graph time)
   };
 
   // What a pass leaves behind: enough for a later pass to start part-way (RunFrom). The pass writes
@@ -181,7 +183,9 @@ class Predictor {
   std::vector<double> pack_union_ns_, pack_time0_s_;  // per GPU, at default clocks
   std::vector<double> pack_duration_ns_;              // per pack: its members' traced durations, summed
   std::vector<double> pack_members_;                  // per pack: how many kernels
-  PassState state_;                                   // Run(s)'s
+  // Per GPU: its nodes with no successor on the same GPU (its latest finish is among theirs).
+  std::vector<std::vector<uint32_t>> rank_sinks_;
+  PassState state_;  // Run(s)'s
   Result base_;
 };
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <thread>
 
 namespace emo {
@@ -121,6 +122,14 @@ Allowed AllowedAt(const std::vector<Point>& points, const std::vector<int>& cloc
   return {clock[next], true};
 }
 
+// At most k of v, evenly spread over it, both ends kept (the last where k is 1).
+std::vector<size_t> Thin(const std::vector<size_t>& v, size_t k) {
+  if (v.size() <= k) return v;
+  std::vector<size_t> out;
+  for (size_t i = 0; i < k; ++i) out.push_back(v[k == 1 ? v.size() - 1 : i * (v.size() - 1) / (k - 1)]);
+  return out;
+}
+
 // The dynamic program with every undecided point j at base[j]: the least-energy state found.
 // Points are decided in time order, or with `backward` from the last: the two prune differently
 // (see dp_search.h). Each point's children are predicted in parallel from their parents' passes,
@@ -182,29 +191,64 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
                                   : predictor.Run(ch.schedule, &scratch[worker]);
       ch.nodes = scratch[worker].nodes_computed;
     });
-    // Per delay bucket, the least-energy extension (the first of equals).
-    std::map<int64_t, size_t> best;
+    // Per key, the least-energy extension (the first of equals). The key is the run's delay, then
+    // each GPU's (its latest finish), discretised by step_ns.
+    auto bucket = [&](double delay) {
+      return delay <= 0 ? int64_t{0} : static_cast<int64_t>(std::ceil(delay / step_ns - 1e-9));
+    };
+    std::map<std::vector<int64_t>, size_t> best;
     for (size_t i = 0; i < children.size(); ++i) {
       const Child& ch = children[i];
       if (ch.clock != base_clock[j]) ++counters->evaluations;
       counters->nodes += ch.nodes;
       const double delay = ch.result.end_ns - base.end_ns;
       if (delay > limit_ns) continue;
-      const int64_t b = delay <= 0 ? 0 : static_cast<int64_t>(std::ceil(delay / step_ns - 1e-9));
-      auto it = best.find(b);
-      if (it == best.end() || ch.result.energy_j < children[it->second].result.energy_j) best[b] = i;
+      std::vector<int64_t> key{bucket(delay)};
+      for (size_t gpu = 0; gpu < base.gpu_end_ns.size(); ++gpu)
+        key.push_back(bucket(ch.result.gpu_end_ns[gpu] - base.gpu_end_ns[gpu]));
+      auto it = best.find(key);
+      if (it == best.end() || ch.result.energy_j < children[it->second].result.energy_j) best[key] = i;
     }
-    // The Pareto front over delay, thinned to max_states spread over it.
+    auto energy = [&](size_t i) { return children[i].result.energy_j; };
+    // The Pareto front over the run's delay: per delay, the least energy, where it is less than at
+    // every smaller delay.
+    std::map<int64_t, size_t> by_end;
+    for (const auto& [key, i] : best) {
+      auto it = by_end.find(key[0]);
+      if (it == by_end.end() || energy(i) < energy(it->second)) by_end[key[0]] = i;
+    }
     std::vector<size_t> front;
-    for (auto& [b, i] : best)
-      if (front.empty() || children[i].result.energy_j < children[front.back()].result.energy_j) front.push_back(i);
-    if (front.size() > static_cast<size_t>(opt.max_states)) {
-      std::vector<size_t> kept;
-      const size_t k = static_cast<size_t>(opt.max_states);
-      for (size_t i = 0; i < k; ++i)
-        kept.push_back(front[k == 1 ? front.size() - 1 : i * (front.size() - 1) / (k - 1)]);
-      front = std::move(kept);
+    for (const auto& [b, i] : by_end)
+      if (front.empty() || energy(i) < energy(front.back())) front.push_back(i);
+    // The states no other state beats in energy and in every delay, outside that front: one that
+    // delays the end no less may have spent less of some GPU's slack, which a later point can use
+    // (at a zero budget every state delays the end by nothing, and that front keeps one).
+    std::vector<std::pair<const std::vector<int64_t>*, size_t>> by_energy, others;
+    for (const auto& [key, i] : best) by_energy.emplace_back(&key, i);
+    std::stable_sort(by_energy.begin(), by_energy.end(),
+                     [&](const auto& a, const auto& b) { return energy(a.second) < energy(b.second); });
+    std::vector<const std::vector<int64_t>*> undominated;
+    for (const auto& [key, i] : by_energy) {
+      const auto covers = [&](const std::vector<int64_t>* k) {
+        for (size_t d = 0; d < k->size(); ++d)
+          if ((*k)[d] > (*key)[d]) return false;
+        return true;
+      };
+      if (std::any_of(undominated.begin(), undominated.end(), covers)) continue;
+      undominated.push_back(key);
+      if (opt.gpu_delays && std::find(front.begin(), front.end(), i) == front.end()) others.emplace_back(key, i);
     }
+    auto total = [](const std::vector<int64_t>& k) { return std::accumulate(k.begin() + 1, k.end(), int64_t{0}); };
+    std::stable_sort(others.begin(), others.end(), [&](const auto& a, const auto& b) {
+      return std::make_pair((*a.first)[0], total(*a.first)) < std::make_pair((*b.first)[0], total(*b.first));
+    });
+    // Each thinned to max_states spread over it: the front over the run's delay, the others over
+    // the run's delay, then the GPUs' total.
+    const size_t k = static_cast<size_t>(opt.max_states);
+    front = Thin(front, k);
+    std::vector<size_t> other;
+    for (const auto& [key, i] : others) other.push_back(i);
+    for (size_t i : Thin(other, k)) front.push_back(i);
     if (front.empty())  // no state within the budget: the default clocks
       return State{std::vector<int>(points.size(), dc), base, {}, nullptr};
     // The survivors, each with its pass for the next point's RunFrom (predicted again: keeping the

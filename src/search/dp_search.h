@@ -11,7 +11,8 @@
 // schedule, and files it under its delay discretised by step_ms; per delay bucket the
 // least-energy state survives, a state is dropped when a bucket of less delay has less energy
 // (dominated), or when its delay exceeds budget × the default run's time, and at most max_states
-// survive (spread evenly over the delay range, the extremes kept). The answer is the surviving
+// survive (spread evenly over the delay range, the extremes kept), with as many more kept by each
+// GPU's delay (below). The answer is the surviving
 // state of least energy after the last point. The program runs twice: with undecided points at the
 // default clock, and at the best single clock within the budget (by prediction), where it then
 // looks for the stretches to run faster or slower; the better answer is kept. Then it runs again
@@ -27,6 +28,19 @@
 // pays for, the backward one sees the later point first. On bench/search_gap.cc's 128 instances
 // the mean gap to the optimum goes 0.55 → 0.36 % and the instances over 3 % 8 → 4, for one DP
 // more (search_bench's TP-4 graph: 6 276 → 8 312 passes, the same answer).
+// A state is filed under each GPU's delay (its latest finish) too (SearchOptions::gpu_delays):
+// beside the front over the run's delay, up to max_states more survive among the states that no
+// state beats in energy and in every delay (spread over the run's delay, then the GPUs' total).
+// States that delay the run's end alike may have spent different amounts of a GPU's slack: a GPU
+// off the critical path delays nothing until its slack is gone, so at a zero budget the front over
+// the run's delay keeps one state, the one that spent the most slack at the first point, and the
+// later points find none left (Search.StatesKeptByEachGpusDelaySpendASlackGpusTimeEvenly). On
+// bench/search_gap.cc's 128 instances with kernels split at landings (emo optimize's pass) the
+// mean gap goes 0.40 → 0.22 %, the worst 4.90 → 2.42 % and the instances over 3 % 3 → 0 (16
+// states by the run's delay alone: 0.30 %, 2 over); unsplit 0.40 → 0.26 %, 5 → 3 over. Cost: up to
+// twice the states, where GPUs' delays differ: on PP-4 at 0 % 141 690 → 236 892 passes (117 →
+// 233 s on two threads) for 0.01 points of predicted saving; search_bench's TP-4, whose replicas
+// move together, 8 356 → 8 466.
 // A sweep over pairs of points, one clock up and the other down, can then repair what the DP's
 // pruning lost where no single change can (SearchOptions::pairs; dp_search.cc: RefinePairs).
 //
@@ -85,9 +99,10 @@ struct SearchOptions {
   double min_interval_ms = 20;  // ε: least time between two changes of one group
   double dvfs_latency_ms = 10;  // command to effect, nominal
   double dvfs_jitter_ms = 5;    // ± around it (DESIGN.md: 5-15 ms), plus any drift of the work's phase
-  int max_states = 8;           // states kept per point
+  int max_states = 8;           // states kept per point (and as many more by GPU delays)
   int dp_rounds = 1;            // DPs more, undecided points at the best schedule so far, while they gain
   bool backward = true;         // one DP more, deciding the points from the last (see above)
+  bool gpu_delays = true;       // states kept by each GPU's delay too (see above)
   std::vector<int> group;       // per GPU: its policy group; empty: every GPU its own
   std::vector<int> candidates;  // clock indices tried; empty: see max_candidates
   // Without candidates: the clocks from the predictor's LowestUsefulClock up, thinned evenly to

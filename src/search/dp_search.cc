@@ -192,7 +192,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       ch.nodes = scratch[worker].nodes_computed;
     });
     // Per key, the least-energy extension (the first of equals). The key is the run's delay, then
-    // each GPU's (its latest finish), discretised by step_ns.
+    // with gpu_delays each GPU's (its latest finish), discretised by step_ns.
     auto bucket = [&](double delay) {
       return delay <= 0 ? int64_t{0} : static_cast<int64_t>(std::ceil(delay / step_ns - 1e-9));
     };
@@ -204,7 +204,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       const double delay = ch.result.end_ns - base.end_ns;
       if (delay > limit_ns) continue;
       std::vector<int64_t> key{bucket(delay)};
-      for (size_t gpu = 0; gpu < base.gpu_end_ns.size(); ++gpu)
+      for (size_t gpu = 0; opt.gpu_delays && gpu < base.gpu_end_ns.size(); ++gpu)
         key.push_back(bucket(ch.result.gpu_end_ns[gpu] - base.gpu_end_ns[gpu]));
       auto it = best.find(key);
       if (it == best.end() || ch.result.energy_j < children[it->second].result.energy_j) best[key] = i;
@@ -222,9 +222,11 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       if (front.empty() || energy(i) < energy(front.back())) front.push_back(i);
     // The states no other state beats in energy and in every delay, outside that front: one that
     // delays the end no less may have spent less of some GPU's slack, which a later point can use
-    // (at a zero budget every state delays the end by nothing, and that front keeps one).
+    // (at a zero budget every state delays the end by nothing, and that front keeps one). Without
+    // gpu_delays every key is the run's delay alone, and that front holds them all.
     std::vector<std::pair<const std::vector<int64_t>*, size_t>> by_energy, others;
-    for (const auto& [key, i] : best) by_energy.emplace_back(&key, i);
+    if (opt.gpu_delays)
+      for (const auto& [key, i] : best) by_energy.emplace_back(&key, i);
     std::stable_sort(by_energy.begin(), by_energy.end(),
                      [&](const auto& a, const auto& b) { return energy(a.second) < energy(b.second); });
     std::vector<const std::vector<int64_t>*> undominated;
@@ -236,7 +238,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       };
       if (std::any_of(undominated.begin(), undominated.end(), covers)) continue;
       undominated.push_back(key);
-      if (opt.gpu_delays && std::find(front.begin(), front.end(), i) == front.end()) others.emplace_back(key, i);
+      if (std::find(front.begin(), front.end(), i) == front.end()) others.emplace_back(key, i);
     }
     auto total = [](const std::vector<int64_t>& k) { return std::accumulate(k.begin() + 1, k.end(), int64_t{0}); };
     std::stable_sort(others.begin(), others.end(), [&](const auto& a, const auto& b) {

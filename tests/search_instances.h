@@ -48,6 +48,30 @@ struct TinyInstance {
   }
 };
 
+// The predictor's input for a two-GPU packed graph: clocks 600-1500 MHz (the default), idle
+// 40-50 W; pack p at clock f takes T = t0 (1500 / f)^a[p] and draws P = idle(f) + w[p] (f / 1500)^2
+// W; each GPU's measured energy is its packs' at the default clock times `measured_factor`.
+inline PredictorInput TwoGpuInput(const PackedGraph& pg, const std::vector<double>& a, const std::vector<double>& w,
+                                  double measured_factor, bool split) {
+  PredictorInput in;
+  in.graph = &pg.g;
+  in.packing = &pg.p;
+  in.clocks_mhz = {600, 900, 1200, 1500};
+  in.default_clock = 3;
+  in.idle_power_w = {40, 42, 45, 50};
+  in.split_at_landings = split;
+  in.measured_energy_j.assign(2, 0);
+  for (size_t p = 0; p < pg.p.packs(); ++p)
+    for (size_t c = 0; c < in.clocks_mhz.size(); ++c) {
+      const double r = in.clocks_mhz[c] / 1500.0, t = pg.p.busy_ns[p] * 1e-9 * std::pow(1 / r, a[p]);
+      in.pack_time_s.push_back(t);
+      in.pack_energy_j.push_back((in.idle_power_w[c] + w[p] * r * r) * t);
+      if (static_cast<int>(c) == in.default_clock)
+        in.measured_energy_j[pg.p.rank[p]] += measured_factor * in.pack_energy_j.back();
+    }
+  return in;
+}
+
 // Two GPUs, `kernels` kernels (each a pack of 5-30 ms) on one stream per GPU, some waiting for a
 // kernel of the other GPU (as at a collective). Pack p at clock f: T = t0 (1500 / f)^a_p with
 // a_p in [0.1, 1], P = idle(f) + w_p (f / 1500)^2 W with w_p in [120, 320]; clocks 600-1500 MHz.
@@ -76,25 +100,13 @@ struct RandomInstance {
       last[r] = v;
     }
     pg = Packed(dur, stream, edges, rank);
-    PredictorInput in;
-    in.graph = &pg.g;
-    in.packing = &pg.p;
-    in.clocks_mhz = {600, 900, 1200, 1500};
-    in.default_clock = 3;
-    in.idle_power_w = {40, 42, 45, 50};
-    in.split_at_landings = split;
-    in.measured_energy_j.assign(2, 0);
+    std::vector<double> a, w;
     for (size_t p = 0; p < pg.p.packs(); ++p) {
-      const double a = 0.1 + 0.9 * u01(rng), w = 120 + 200 * u01(rng);
-      for (size_t c = 0; c < in.clocks_mhz.size(); ++c) {
-        const double r = in.clocks_mhz[c] / 1500.0, t = pg.p.busy_ns[p] * 1e-9 * std::pow(1 / r, a);
-        in.pack_time_s.push_back(t);
-        in.pack_energy_j.push_back((in.idle_power_w[c] + w * r * r) * t);
-        // Measured: the packs at the default clock, plus 5 % (the factor on dynamic energy is then above 1).
-        if (static_cast<int>(c) == in.default_clock)
-          in.measured_energy_j[pg.p.rank[p]] += 1.05 * in.pack_energy_j.back();
-      }
+      a.push_back(0.1 + 0.9 * u01(rng));
+      w.push_back(120 + 200 * u01(rng));
     }
+    // Measured: the packs at the default clock, plus 5 % (the factor on dynamic energy is then above 1).
+    PredictorInput in = TwoGpuInput(pg, a, w, 1.05, split);
     if (!pred.Init(in, &err) && err.empty()) err = "Init failed";
   }
 };

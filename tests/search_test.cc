@@ -71,24 +71,10 @@ TEST(Search, WithinThreePercentOfTheExhaustiveOptimumWithKernelsSplitAtLandings)
 // (+4 ms) survives beside it.
 TEST(Search, StatesKeptByEachGpusDelaySpendASlackGpusTimeEvenly) {
   PackedGraph pg = Packed({1e3, 20e6, 20e6, 50e6}, {-1, 1, 1, 2}, {{1, 2}}, {0, 0, 0, 1});
-  PredictorInput in;
-  in.graph = &pg.g;
-  in.packing = &pg.p;
-  in.clocks_mhz = {600, 900, 1200, 1500};
-  in.default_clock = 3;
-  in.idle_power_w = {40, 42, 45, 50};
-  in.split_at_landings = true;
-  in.measured_energy_j.assign(2, 0);
-  for (size_t p = 0; p < pg.p.packs(); ++p)
-    for (size_t c = 0; c < in.clocks_mhz.size(); ++c) {
-      const double r = in.clocks_mhz[c] / 1500.0, t = pg.p.busy_ns[p] * 1e-9 / r;
-      in.pack_time_s.push_back(t);
-      in.pack_energy_j.push_back((in.idle_power_w[c] + 260 * r * r) * t);
-      if (static_cast<int>(c) == in.default_clock) in.measured_energy_j[pg.p.rank[p]] += in.pack_energy_j.back();
-    }
+  ASSERT_EQ(pg.p.packs(), 3u);
   Predictor pred;
   std::string err;
-  ASSERT_TRUE(pred.Init(in, &err)) << err;
+  ASSERT_TRUE(pred.Init(TwoGpuInput(pg, {1, 1, 1}, {260, 260, 260}, 1, true), &err)) << err;
   ASSERT_NEAR(pred.base().end_ns, 50e6, 1e3);
   double exact_end = 0;
   const double exact = Exhaustive(pred, 20e6, 0, 0, &exact_end);

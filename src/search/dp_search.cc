@@ -2,7 +2,6 @@
 #include "search/dp_search.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -11,7 +10,8 @@
 #include <map>
 #include <memory>
 #include <numeric>
-#include <thread>
+
+#include "util/parallel.h"
 
 namespace emo {
 
@@ -30,25 +30,6 @@ struct State {
   Schedule schedule;                                 // of clock, the undecided points at the base clock
   std::shared_ptr<const Predictor::PassState> pass;  // the pass for schedule, for the children's RunFrom
 };
-
-// Calls f(i, worker) for every i in [0, n), on up to `threads` threads (worker < threads), and
-// returns when all are done. Which thread runs which i varies; callers make the results not depend
-// on it (each worker has scratch of its own, each i writes its own slot).
-template <class F>
-void ParallelFor(int threads, size_t n, const F& f) {
-  if (threads <= 1 || n <= 1) {
-    for (size_t i = 0; i < n; ++i) f(i, 0);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  auto work = [&](int worker) {
-    for (size_t i = next++; i < n; i = next++) f(i, worker);
-  };
-  std::vector<std::thread> pool;
-  for (int w = 1; w < threads && static_cast<size_t>(w) < n; ++w) pool.emplace_back(work, w);
-  work(0);
-  for (std::thread& t : pool) t.join();
-}
 
 // The schedule of a clock per point: per group, its points' clocks in time order, a landing where
 // the clock changes (the first point always lands, so nothing carries over from the previous
@@ -496,8 +477,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
   std::vector<Point> points;
   for (double t = 0; t < iteration_ns; t += opt.grid_ms * 1e6)
     for (int g = 0; g < groups; ++g) points.push_back({t, g});
-  const int threads =
-      opt.threads > 0 ? opt.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = opt.threads > 0 ? opt.threads : HardwareThreads();
   Counters counters;
   // Undecided points at the default clock, and again at the best single clock within the budget
   // (the DP then looks for where to leave it); the better of the two.

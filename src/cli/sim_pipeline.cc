@@ -19,6 +19,7 @@
 #include "sim/sim_gpu_control.h"
 #include "sim/sim_metric_source.h"
 #include "sim/workload.h"
+#include "util/parallel.h"
 
 namespace emo {
 
@@ -169,14 +170,33 @@ double Defaults::energy_j() const {
   return j;
 }
 
+namespace {
+
+// Runs f(i, err) for every seed i, the seeds on separate cores (each run is its own simulation);
+// false with the error of the first seed that failed.
+template <class F>
+bool OnEverySeed(size_t seeds, std::string* err, const F& f) {
+  std::vector<std::string> errors(seeds);
+  std::vector<char> ok(seeds, 0);
+  ParallelFor(HardwareThreads(), seeds, [&](size_t i, int) { ok[i] = f(i, &errors[i]); });
+  for (size_t i = 0; i < seeds; ++i)
+    if (!ok[i]) {
+      *err = errors[i];
+      return false;
+    }
+  return true;
+}
+
+}  // namespace
+
 bool MeasureDefaults(const sim::Program& program, const std::vector<uint64_t>& seeds, int iterations, Defaults* out,
                      std::string* err) {
   out->seeds = seeds;
   out->iterations = iterations;
   out->runs.assign(seeds.size(), Measurement());
-  for (size_t i = 0; i < seeds.size(); ++i)
-    if (!MeasureRun(program, seeds[i], iterations, 1, nullptr, "", &out->runs[i], err)) return false;
-  return true;
+  return OnEverySeed(seeds.size(), err, [&](size_t i, std::string* e) {
+    return MeasureRun(program, seeds[i], iterations, 1, nullptr, "", &out->runs[i], e);
+  });
 }
 
 bool MeasureOutcome(const sim::Program& program, const Defaults& d, const FrequencyPolicy* policy,
@@ -184,10 +204,14 @@ bool MeasureOutcome(const sim::Program& program, const Defaults& d, const Freque
                     const ControllerFactory& extra) {
   std::vector<double> slow, save;
   *out = Outcome();
+  std::vector<Measurement> runs(d.seeds.size());
+  if (!OnEverySeed(d.seeds.size(), err, [&](size_t i, std::string* e) {
+        return MeasureRun(program, d.seeds[i], warmup + d.iterations - 1, warmup, policy, controller, &runs[i], e,
+                          extra);
+      }))
+    return false;
   for (size_t i = 0; i < d.seeds.size(); ++i) {
-    Measurement m;
-    if (!MeasureRun(program, d.seeds[i], warmup + d.iterations - 1, warmup, policy, controller, &m, err, extra))
-      return false;
+    const Measurement& m = runs[i];
     slow.push_back(m.iteration_ms() / d.runs[i].iteration_ms() - 1);
     save.push_back(1 - m.iteration_energy_j() / d.runs[i].iteration_energy_j());
     out->iteration_ms += m.iteration_ms() / static_cast<double>(d.seeds.size());

@@ -89,6 +89,7 @@ struct Outcome {
 };
 
 // The default runs the outcomes are paired with: one per seed, `iterations` each (one warm-up).
+// Here and in MeasureOutcome the seeds run at once, one per core; each gives what it gives alone.
 struct Defaults {
   std::vector<uint64_t> seeds;
   std::vector<Measurement> runs;

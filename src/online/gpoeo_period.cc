@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 
 namespace emo {
 
@@ -33,12 +34,21 @@ double Std(const double* x, size_t n) {
 std::vector<double> Spectrum(const std::vector<double>& x, size_t nfft) {
   std::vector<double> in(nfft, 0.0);
   std::copy(x.begin(), x.end(), in.begin());
+  // FFTW's planner is not thread-safe (its execute is): GPOEO runs on several simulations at once.
+  static std::mutex planner;
   fftw_complex* out = fftw_alloc_complex(nfft / 2 + 1);
-  fftw_plan plan = fftw_plan_dft_r2c_1d(static_cast<int>(nfft), in.data(), out, FFTW_ESTIMATE);
+  fftw_plan plan;
+  {
+    std::lock_guard<std::mutex> lock(planner);
+    plan = fftw_plan_dft_r2c_1d(static_cast<int>(nfft), in.data(), out, FFTW_ESTIMATE);
+  }
   fftw_execute(plan);
   std::vector<double> mag(nfft / 2);
   for (size_t k = 0; k < mag.size(); ++k) mag[k] = std::hypot(out[k][0], out[k][1]);
-  fftw_destroy_plan(plan);
+  {
+    std::lock_guard<std::mutex> lock(planner);
+    fftw_destroy_plan(plan);
+  }
   fftw_free(out);
   return mag;
 }

@@ -2,18 +2,17 @@
 #include "trace/load.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <mutex>
-#include <thread>
 
 #include "trace/kineto_json.h"
 #include "trace/launcher_rank.h"
 #include "trace/nccl_records.h"
 #include "trace/nsys_sqlite.h"
+#include "util/parallel.h"
 
 namespace emo {
 
@@ -98,27 +97,18 @@ bool LoadTraces(const std::vector<std::string>& files, Trace* trace, std::string
   std::vector<std::string> errs(n);
   std::vector<char> ok(n, 0);
   std::mutex say;  // progress is called from the readers' threads, one at a time
-  std::atomic<size_t> next{0};
-  auto read = [&]() {
-    for (size_t i; (i = next++) < n;) {
-      std::function<void(uint64_t)> within;
-      if (progress) {
-        std::lock_guard<std::mutex> lock(say);
-        progress(i, n, files[i], 0);
-        within = [&, i](uint64_t bytes) {
-          std::lock_guard<std::mutex> l(say);
-          progress(i, n, files[i], bytes);
-        };
-      }
-      ok[i] = LoadOne(files[i], &parts[i], &errs[i], within);
+  ParallelFor(threads > 0 ? threads : HardwareThreads(), n, [&](size_t i, int) {
+    std::function<void(uint64_t)> within;
+    if (progress) {
+      std::lock_guard<std::mutex> lock(say);
+      progress(i, n, files[i], 0);
+      within = [&, i](uint64_t bytes) {
+        std::lock_guard<std::mutex> l(say);
+        progress(i, n, files[i], bytes);
+      };
     }
-  };
-  const size_t workers =
-      std::min(n, static_cast<size_t>(threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency())));
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w) pool.emplace_back(read);
-  read();
-  for (std::thread& t : pool) t.join();
+    ok[i] = LoadOne(files[i], &parts[i], &errs[i], within);
+  });
   for (size_t i = 0; i < n; ++i) {
     if (!ok[i]) {
       *err = errs[i];

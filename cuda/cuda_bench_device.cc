@@ -9,6 +9,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -73,6 +74,11 @@ class CudaBenchDevice : public BenchDevice {
 
   std::string Name() const override { return gpu_.Name(0); }
   std::vector<int> SupportedClocks() const override { return gpu_.SupportedClocks(0); }
+  std::vector<int> SupportedMemoryClocks() const override {
+    std::vector<int> m = gpu_.SupportedMemoryClocks(0);
+    std::sort(m.begin(), m.end());
+    return m;
+  }
 
   bool Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
            const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) override {
@@ -138,9 +144,16 @@ class CudaBenchDevice : public BenchDevice {
     cudaEventDestroy(done);
     std::string reset_err;
     const bool reset = gpu_.ResetClock(0, &reset_err);
+    // The memory clock too where a job's `start` may have locked it (several listed: GDDR parts).
+    std::string mem_err;
+    const bool mem_reset = gpu_.SupportedMemoryClocks(0).size() < 2 || gpu_.ResetMemoryClock(0, &mem_err);
     if (!CudaOk(rc, "cudaEventSynchronize", err) || !CudaOk(cudaGetLastError(), "a job's kernels", err)) return false;
     if (!reset) {
       *err = "resetting the clock: " + reset_err;
+      return false;
+    }
+    if (!mem_reset) {
+      *err = "resetting the memory clock: " + mem_err;
       return false;
     }
     return true;

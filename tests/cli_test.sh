@@ -115,6 +115,16 @@ sys.exit(0 if m['corpus'] == 'mix' and len(c['train']) == 6 and len(c['eval']) =
          and all(j['kind'] == 'kernel-mix' and j['launches'] for j in jobs)
          and not set(j['name'] for j in c['train']) & set(j['name'] for j in c['eval'])
          and len(m['controller_eval']) == 1 else 1)"
+  # A GDDR card (several memory clocks): memory models too, from sweeps at the lower memory clocks
+  # (here through the BenchDevice path a GPU takes); an HBM card's models have none.
+  "$emo" gpoeo train --device sim:3080ti --corpus mix -o "$tmp/gmm" --workloads 4 --eval-workloads 2 --clocks 6 \
+    --controller-eval 1 --controller-options memory=1 >/dev/null 2>&1
+  check "emo gpoeo train adds memory models where the GPU lists several memory clocks" python3 -c "
+import json, os, sys
+m = json.load(open('$tmp/gmm/meta.json'))
+sys.exit(0 if os.path.getsize('$tmp/gmm/energy_memory.json') > 0 and os.path.getsize('$tmp/gmm/time_memory.json') > 0
+         and m['memory_clocks_mhz'] == [405, 810, 5001, 9251, 9501] and 'eval_mape_memory_time_pct' in m
+         and not os.path.exists('$tmp/gm/energy_memory.json') else 1)"
   "$emo" gpoeo train --device cuda:0 --corpus workloads -o "$tmp/gm2" >/dev/null 2>"$tmp/err"; rc=$?
   check "emo gpoeo train on a GPU refuses the simulator's workloads" bash -c "test $rc -eq 1 && grep -q 'kernel-mix corpus' '$tmp/err'"
   "$emo" gpoeo train --device sim:a100 -o "$tmp/gm3" --controller-options memory=yes >/dev/null 2>"$tmp/err"; rc=$?

@@ -12,7 +12,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
+
+#include <unistd.h>
 
 #include "apply/measurement.h"
 #include "fake_gpus.h"
@@ -78,6 +81,26 @@ TEST(GpoeoSearch, NothingWithinTheCapKeepsTheDefault) {
   GpoeoSearch s(10, 4, 2, 3, GpoeoObjective::kEnergy, 0.05);
   for (int next = s.Next(); next >= 0; next = s.Next()) s.Record(next, 0.8, 1.2);
   EXPECT_EQ(s.Best(), 9);
+}
+
+// At a lower memory clock the highest SM clock is not the default pair: without reference_last the
+// search measures it like any other, and where nothing measured is within the cap, Best() names
+// it unmeasured (the caller's cue to fall back to the default clocks).
+TEST(GpoeoSearch, WithoutTheReferenceTheHighestClockIsMeasured) {
+  GpoeoSearch with(10, 8, 1, 4, GpoeoObjective::kEnergy, 0.05);
+  with.Record(8, 0.95, 1.08);  // over the cap: look upward, where the default is known
+  EXPECT_EQ(with.Next(), -1);
+  EXPECT_EQ(with.Best(), 9);
+  GpoeoSearch without(10, 8, 1, 4, GpoeoObjective::kEnergy, 0.05, false);
+  without.Record(8, 0.95, 1.08);
+  EXPECT_EQ(without.Next(), 9);
+  without.Record(9, 0.97, 1.03);
+  EXPECT_EQ(without.Best(), 9);
+  EXPECT_EQ(without.probes().size(), 2u);
+  GpoeoSearch none(10, 8, 1, 4, GpoeoObjective::kEnergy, 0.05, false);
+  for (int next = none.Next(); next >= 0; next = none.Next()) none.Record(next, 0.9, 1.2);
+  EXPECT_EQ(none.Best(), 9);
+  for (const GpoeoSearch::Probe& p : none.probes()) EXPECT_GT(p.time_ratio, 1.05);
 }
 
 // A lower clock cannot run faster than a higher one: two probes that say so cannot both be right.
@@ -636,22 +659,44 @@ TEST(Gpoeo, ProbesMeasureTheTimeRatioOfTheirClock) {
   }
 }
 
-// With memory=1 on a GDDR card, GPOEO searches the memory clock with the SM clock it chose held,
-// from the default memory clock down, and each probe's time ratio is what runs at those two clocks
-// take (a 10 % cap leaves room for a lower memory clock on this data-parallel GPT job).
-TEST(Gpoeo, MemoryProbesMeasureTheTimeRatioOfTheirClocks) {
+// A data-parallel GPT job on the simulated RTX 3080 Ti, whose five memory clocks GPOEO may tune.
+sim::Program MemoryJob() {
   const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "RTX3080Ti",
       "kind": "dp", "link": "pcie", "name": "dp2-gpt-h2048-l4-s1024-b8",
       "model": {"arch": "gpt", "batch": 8, "heads": 16, "hidden": 2048, "layers": 4, "seq": 1024, "vocab": 50304},
       "parallel": {"bucket_mb": 25, "dp": 2}})");
   sim::Program program;
   std::string err;
-  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+  EXPECT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+  return program;
+}
+
+// The shipped 3080 Ti models without their memory models (a directory of the SM clock models alone,
+// as models trained before them, or on a device with one memory clock, are).
+std::string ModelsWithoutMemory() {
+  namespace fs = std::filesystem;
+  const fs::path from = fs::path(EMO_MODELS_DIR) / "gpoeo-sim-3080ti";
+  const fs::path dir = fs::temp_directory_path() / ("emo-gpoeo-no-memory-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* f : {"meta.json", "energy.json", "time.json"})
+    fs::copy_file(from / f, dir / f, fs::copy_options::overwrite_existing);
+  return dir.string();
+}
+
+// With memory=1 on a GDDR card and models that take no memory clock, GPOEO searches the memory
+// clock with the SM clock it chose held, from the default memory clock down, and each probe's time
+// ratio is what runs at those two clocks take (a 10 % cap leaves room for a lower memory clock on
+// this data-parallel GPT job).
+TEST(Gpoeo, MemoryProbesMeasureTheTimeRatioOfTheirClocks) {
+  const sim::Program program = MemoryJob();
+  std::string err;
   SimulatedGpoeo run(program, 300, "gpoeo-sim-3080ti", 3, false);
   GpoeoOptions o = SimulatedGpoeo::Models("gpoeo-sim-3080ti");
+  o.models_dir = ModelsWithoutMemory();
   o.memory = true;
   o.max_slowdown = 0.10;
   Gpoeo c(&run.gpus, o);
+  std::filesystem::remove_all(o.models_dir);  // loaded
   ASSERT_EQ(c.error(), "");
   run.host.Add(&c);
   ASSERT_TRUE(run.e.Run(&err)) << err;
@@ -666,6 +711,7 @@ TEST(Gpoeo, MemoryProbesMeasureTheTimeRatioOfTheirClocks) {
   EXPECT_EQ(findings["memory_mhz"], c.chosen_memory_mhz());
   EXPECT_EQ(run.gpus.MemoryClockMhz(0).value(), c.chosen_memory_mhz());
   EXPECT_LE(findings["measured_time_ratio"].get<double>(), 1.10);
+  EXPECT_EQ(findings["predicted_memory_mhz"], 0);
   const double base = StaticIterationTime(program, 0, 0);
   for (size_t i = 1; i < probes.size(); ++i) {
     ASSERT_FALSE(probes[i]["time_ratio"].is_null());
@@ -673,6 +719,72 @@ TEST(Gpoeo, MemoryProbesMeasureTheTimeRatioOfTheirClocks) {
     const double truth = StaticIterationTime(program, c.chosen_mhz(), mem) / base;
     EXPECT_NEAR(probes[i]["time_ratio"].get<double>(), truth, 0.015) << mem << " MHz";
   }
+}
+
+// The shipped 3080 Ti models have memory models, which predict the slowdown of a lower memory
+// clock; a directory without them loads as SM clock models alone, and refuses memory questions.
+TEST(GpoeoModels, MemoryModelsLoadWhereShipped) {
+  GpoeoModels with, without, hbm;
+  std::string err;
+  ASSERT_TRUE(with.Load(std::string(EMO_MODELS_DIR) + "/gpoeo-sim-3080ti", &err)) << err;
+  const std::string dir = ModelsWithoutMemory();
+  ASSERT_TRUE(without.Load(dir, &err)) << err;
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(hbm.Load(std::string(EMO_MODELS_DIR) + "/gpoeo-sim-a100", &err)) << err;
+  EXPECT_TRUE(with.has_memory());
+  EXPECT_FALSE(without.has_memory());
+  EXPECT_FALSE(hbm.has_memory());
+  // Features of a memory-bound job at the default clocks (power, utilisation, memory utilisation...).
+  const std::vector<double> features = {0.7, 0.05, 0.95, 0.02, 0.8, 0.85, 0.74, 0.93};
+  GpoeoPrediction p;
+  ASSERT_TRUE(with.PredictMemory(features, {2100, 2100, 2100}, {9501, 5001, 405}, 2100, 9501, &p, &err)) << err;
+  EXPECT_GE(p.time_ratio[1], p.time_ratio[0] - 0.01);  // a lower memory clock is no faster
+  EXPECT_GT(p.time_ratio[2], p.time_ratio[0] + 0.2);   // a twentieth of it is much slower
+  EXPECT_FALSE(without.PredictMemory(features, {2100}, {405}, 2100, 9501, &p, &err));
+  EXPECT_NE(err.find("no memory clock"), std::string::npos) << err;
+}
+
+// With the shipped memory models, the pair of clocks is predicted together: on this job a lower
+// memory clock scores best, the SM clock's probes run at it (their time ratios are what runs at
+// both clocks take, against the default pair), and the memory search starts from it, trying its
+// neighbours, the default memory clock among them.
+TEST(Gpoeo, MemoryModelsPredictTheMemoryClockTheSmSearchRunsAt) {
+  const sim::Program program = MemoryJob();
+  std::string err;
+  SimulatedGpoeo run(program, 300, "gpoeo-sim-3080ti", 3, false);
+  GpoeoOptions o = SimulatedGpoeo::Models("gpoeo-sim-3080ti");
+  o.memory = true;
+  Gpoeo c(&run.gpus, o);
+  ASSERT_EQ(c.error(), "");
+  run.host.Add(&c);
+  ASSERT_TRUE(run.e.Run(&err)) << err;
+  ASSERT_EQ(c.state(), Gpoeo::State::kHold);
+  std::vector<std::string> lines;
+  nlohmann::ordered_json findings;
+  c.Report(&lines, &findings);
+  for (const std::string& l : lines) std::printf("%s\n", l.c_str());
+  const int mem = c.predicted_memory_mhz();
+  ASSERT_GT(mem, 0);
+  ASSERT_LT(mem, 9501);
+  EXPECT_EQ(findings["predicted_memory_mhz"], mem);
+  const double base = StaticIterationTime(program, 0, 0);
+  ASSERT_GE(findings["probes"].size(), 2u);
+  for (const auto& probe : findings["probes"]) {
+    ASSERT_FALSE(probe["time_ratio"].is_null());
+    const int mhz = probe["mhz"];
+    const double truth = StaticIterationTime(program, mhz, mem) / base;
+    EXPECT_NEAR(probe["time_ratio"].get<double>(), truth, 0.015) << mhz << " MHz";
+  }
+  const auto& memory_probes = findings["memory_probes"];
+  ASSERT_GE(memory_probes.size(), 2u);
+  EXPECT_EQ(memory_probes[0]["mhz"], mem);  // the SM clock's own measurement, at the predicted memory clock
+  bool default_tried = false;
+  for (const auto& p : memory_probes) default_tried = default_tried || p["mhz"] == 9501;
+  EXPECT_TRUE(default_tried);
+  EXPECT_EQ(run.gpus.MemoryClockMhz(0).value(), c.chosen_memory_mhz());
+  EXPECT_LE(findings["measured_time_ratio"].get<double>(), 1.05);
+  const double truth = StaticIterationTime(program, c.chosen_mhz(), c.chosen_memory_mhz()) / base;
+  EXPECT_NEAR(findings["measured_time_ratio"].get<double>(), truth, 0.015);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ namespace {
 
 constexpr double kSampleMs = 20;  // the controller's default telemetry interval
 constexpr int kWarmup = 1;
+constexpr int kMemorySmClocks = 8;  // SM clocks swept at each lower memory clock (Grid::mem_sm)
 
 // A workload spec drawn at random: transformer tensor, data and pipeline parallel jobs, GEMM-heavy
 // or memory-bound (unfused attention, FP32, long sequences on a narrow model), CPU-bound (long
@@ -100,8 +101,9 @@ struct RunResult {
   std::vector<double> features;
 };
 
-bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, Features features, RunResult* out,
-           std::string* err) {
+// At SM clock `mhz` and memory clock `mem_mhz` (0: the default of each).
+bool RunAt(const sim::Program& program, int mhz, int mem_mhz, int iterations, uint64_t seed, Features features,
+           RunResult* out, std::string* err) {
   sim::EngineOptions eo;
   eo.iterations = iterations;
   eo.seed = seed;
@@ -112,6 +114,8 @@ bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, 
   const std::vector<int> clocks = e.SupportedClocks(0);
   if (mhz > 0 && mhz != clocks.back())
     for (int g = 0; g < n; ++g) gpus.SetLockedClock(g, mhz, err);
+  if (mem_mhz > 0)
+    for (int g = 0; g < n; ++g) gpus.SetMemoryLockedClock(g, mem_mhz, err);
   std::vector<double> sample_t;
   GpoeoSamples samples;
   GpoeoWindows windows(&gpus, features.value_or(GpoeoFeatureSet::kTelemetry), kSampleMs * 1e-3);
@@ -157,6 +161,13 @@ bool RunAt(const sim::Program& program, int mhz, int iterations, uint64_t seed, 
   return true;
 }
 
+// The clocks a sweep runs: the SM clocks `sm` (ascending, the default last) at the default memory
+// clock, then where the device lists several memory clocks, `mem_sm` (fewer SM clocks, the default
+// included) at each of `mem` (ascending, the default last) below the default.
+struct Grid {
+  std::vector<int> sm, mem_sm, mem;
+};
+
 // A workload of the corpus with its sweep: time and energy ratios at each clock.
 struct Swept {
   std::string name;
@@ -167,21 +178,34 @@ struct Swept {
   std::vector<double> features;
   std::vector<int> mhz;
   std::vector<double> time_ratio, energy_ratio;
+  // At the lower memory clocks (Grid::mem_sm × Grid::mem), relative to the default clocks.
+  struct MemoryPoint {
+    int mhz, mem_mhz;
+    double time_ratio, energy_ratio;
+  };
+  std::vector<MemoryPoint> memory;
 };
 
-// The sweep's ratios: the default clock's run `base` (the last clock), and `run_at` each other clock.
-bool SweepClocks(const std::vector<int>& clocks, const RunResult& base, Swept* out,
-                 const std::function<bool(int mhz, RunResult* r)>& run_at) {
+// The sweep's ratios: the default clocks' run `base`, and `run_at` (SM clock, memory clock; 0 for
+// the default memory clock) each other point of the grid.
+bool SweepClocks(const Grid& grid, const RunResult& base, Swept* out,
+                 const std::function<bool(int mhz, int mem_mhz, RunResult* r)>& run_at) {
   out->t0_s = base.iteration_s;
   out->e0_j = base.iteration_j;
   out->features = base.features;
-  for (int mhz : clocks) {
+  for (int mhz : grid.sm) {
     RunResult r = base;
-    if (mhz != clocks.back() && !run_at(mhz, &r)) return false;
+    if (mhz != grid.sm.back() && !run_at(mhz, 0, &r)) return false;
     out->mhz.push_back(mhz);
     out->time_ratio.push_back(r.iteration_s / base.iteration_s);
     out->energy_ratio.push_back(r.iteration_j / base.iteration_j);
   }
+  for (size_t m = 0; m + 1 < grid.mem.size(); ++m)
+    for (int mhz : grid.mem_sm) {
+      RunResult r;
+      if (!run_at(mhz, grid.mem[m], &r)) return false;
+      out->memory.push_back({mhz, grid.mem[m], r.iteration_s / base.iteration_s, r.iteration_j / base.iteration_j});
+    }
   return true;
 }
 
@@ -190,8 +214,8 @@ int IterationsFor(double iteration_s) {
   return kWarmup + std::clamp(static_cast<int>(std::ceil(2.0 / iteration_s)), 3, 20);
 }
 
-bool Sweep(const nlohmann::json& spec, const std::vector<int>& clocks, Features features, uint64_t seed, Swept* out,
-           bool* usable, std::string* err) {
+bool Sweep(const nlohmann::json& spec, const Grid& grid, Features features, uint64_t seed, Swept* out, bool* usable,
+           std::string* err) {
   out->spec = spec;
   out->name = SpecName(spec);
   nlohmann::json named = spec;
@@ -204,18 +228,19 @@ bool Sweep(const nlohmann::json& spec, const std::vector<int>& clocks, Features 
   // A short probe of the iteration time decides whether the job suits GPOEO's sampling (periods of
   // 0.1-4 s; the controller samples every 20 ms) and how long to run it.
   RunResult probe;
-  if (!RunAt(out->program, 0, 3, seed, kNoFeatures, &probe, err)) return false;
+  if (!RunAt(out->program, 0, 0, 3, seed, kNoFeatures, &probe, err)) return false;
   *usable = probe.iteration_s >= 0.1 && probe.iteration_s <= 4;
   if (!*usable) return true;
   const int iterations = IterationsFor(probe.iteration_s);
   RunResult base;
-  if (!RunAt(out->program, 0, iterations, seed, features, &base, err)) return false;
-  return SweepClocks(clocks, base, out, [&](int mhz, RunResult* r) {
-    return RunAt(out->program, mhz, iterations, seed + static_cast<uint64_t>(mhz), kNoFeatures, r, err);
+  if (!RunAt(out->program, 0, 0, iterations, seed, features, &base, err)) return false;
+  return SweepClocks(grid, base, out, [&](int mhz, int mem_mhz, RunResult* r) {
+    return RunAt(out->program, mhz, mem_mhz, iterations, seed + static_cast<uint64_t>(mhz + mem_mhz), kNoFeatures, r,
+                 err);
   });
 }
 
-bool BuildCorpus(const std::string& device, int count, uint64_t seed, const std::vector<int>& clocks, Features features,
+bool BuildCorpus(const std::string& device, int count, uint64_t seed, const Grid& grid, Features features,
                  const std::set<std::string>& exclude, std::vector<Swept>* out, std::string* err) {
   std::mt19937_64 rng(seed);
   std::set<std::string> seen = exclude;
@@ -225,7 +250,7 @@ bool BuildCorpus(const std::string& device, int count, uint64_t seed, const std:
     if (!seen.insert(name).second) continue;  // disjoint corpora, no duplicates
     Swept s;
     bool usable = false;
-    if (!Sweep(spec, clocks, features, seed * 7919 + static_cast<uint64_t>(draws), &s, &usable, err)) {
+    if (!Sweep(spec, grid, features, seed * 7919 + static_cast<uint64_t>(draws), &s, &usable, err)) {
       *err = name + ": " + *err;
       return false;
     }
@@ -272,12 +297,12 @@ nlohmann::json MixJobJson(const MixJob& job) {
 // What a run measures: the time per iteration only (a probe), also the energy, also the features.
 enum class Measure { kTime, kEnergy, kFeatures };
 
-// One run of a job on a BenchDevice at `mhz` (0: the default clocks): as RunAt, through the device
-// interface only. Time per iteration from the iterations' ends after the warm-up; energy per
-// iteration from the energy counter's power over the same window; features from the telemetry
-// polled every kSampleMs inside it.
-bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Measure what, Features features,
-              RunResult* out, std::string* err) {
+// One run of a job on a BenchDevice at SM clock `mhz` and memory clock `mem_mhz` (0: the default
+// of each): as RunAt, through the device interface only (the device resets both after the run). Time per iteration from
+// the iterations' ends after the warm-up; energy per iteration from the energy counter's power over the same window;
+// features from the telemetry polled every kSampleMs inside it.
+bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int mem_mhz, int iterations, Measure what,
+              Features features, RunResult* out, std::string* err) {
   struct Poll {
     double t, energy, power, util, mem, clock;
     Activity activity;
@@ -290,6 +315,8 @@ bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Meas
   auto start = [&](GpuControl& gpus) {
     if (mhz > 0 && !gpus.SetLockedClock(0, mhz, &read_err))
       read_err = "locking " + std::to_string(mhz) + " MHz: " + read_err;
+    if (mem_mhz > 0 && read_err.empty() && !gpus.SetMemoryLockedClock(0, mem_mhz, &read_err))
+      read_err = "locking the memory clock at " + std::to_string(mem_mhz) + " MHz: " + read_err;
     limit_w = gpus.PowerLimitW(0).value_or(0);
     if (!features) return;
     windows = std::make_unique<GpoeoWindows>(&gpus, *features, kSampleMs * 1e-3);
@@ -342,15 +369,15 @@ bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int iterations, Meas
 
 // Sweeps a job over the clocks, as Sweep does a workload. A job whose iteration is under 0.1 s is
 // lengthened to about 0.12 s (its launches and gap multiplied); one over 4 s is left out.
-bool SweepJob(BenchDevice& dev, MixJob job, const std::vector<int>& clocks, Features features, Swept* out, bool* usable,
+bool SweepJob(BenchDevice& dev, MixJob job, const Grid& grid, Features features, Swept* out, bool* usable,
               std::string* err) {
   RunResult probe;
-  if (!RunJobAt(dev, job, 0, 4, Measure::kTime, kNoFeatures, &probe, err)) return false;
+  if (!RunJobAt(dev, job, 0, 0, 4, Measure::kTime, kNoFeatures, &probe, err)) return false;
   if (probe.iteration_s < 0.1) {
     const int k = static_cast<int>(std::ceil(0.12 / probe.iteration_s));
     for (auto& [b, n] : job.launches) n *= k;
     job.host_gap_ms *= k;
-    if (!RunJobAt(dev, job, 0, 4, Measure::kTime, kNoFeatures, &probe, err)) return false;
+    if (!RunJobAt(dev, job, 0, 0, 4, Measure::kTime, kNoFeatures, &probe, err)) return false;
   }
   *usable = probe.iteration_s >= 0.1 && probe.iteration_s <= 4;
   if (!*usable) return true;
@@ -359,17 +386,17 @@ bool SweepJob(BenchDevice& dev, MixJob job, const std::vector<int>& clocks, Feat
   out->job = job;
   const int iterations = IterationsFor(probe.iteration_s);
   RunResult base;
-  if (!RunJobAt(dev, job, 0, iterations, Measure::kFeatures, features, &base, err)) return false;
-  return SweepClocks(clocks, base, out, [&](int mhz, RunResult* r) {
-    return RunJobAt(dev, job, mhz, iterations, Measure::kEnergy, kNoFeatures, r, err);
+  if (!RunJobAt(dev, job, 0, 0, iterations, Measure::kFeatures, features, &base, err)) return false;
+  return SweepClocks(grid, base, out, [&](int mhz, int mem_mhz, RunResult* r) {
+    return RunJobAt(dev, job, mhz, mem_mhz, iterations, Measure::kEnergy, kNoFeatures, r, err);
   });
 }
 
 // The kernel-mix corpus: `count` usable jobs, none named in `exclude`. With `spec` (a simulated
 // device), each also gets the program the controller's evaluation runs.
-bool BuildMixCorpus(BenchDevice& dev, const sim::DeviceSpec* spec, int count, uint64_t seed,
-                    const std::vector<int>& clocks, Features features, const std::set<std::string>& exclude,
-                    std::vector<Swept>* out, std::string* err) {
+bool BuildMixCorpus(BenchDevice& dev, const sim::DeviceSpec* spec, int count, uint64_t seed, const Grid& grid,
+                    Features features, const std::set<std::string>& exclude, std::vector<Swept>* out,
+                    std::string* err) {
   std::mt19937_64 rng(seed);
   std::set<std::string> seen = exclude;
   for (int draws = 0; static_cast<int>(out->size()) < count && draws < 20 * count; ++draws) {
@@ -377,7 +404,7 @@ bool BuildMixCorpus(BenchDevice& dev, const sim::DeviceSpec* spec, int count, ui
     if (!seen.insert(MixJobName(job)).second) continue;
     Swept s;
     bool usable = false;
-    if (!SweepJob(dev, job, clocks, features, &s, &usable, err)) {
+    if (!SweepJob(dev, job, grid, features, &s, &usable, err)) {
       *err = MixJobName(job) + ": " + *err;
       return false;
     }
@@ -389,14 +416,21 @@ bool BuildMixCorpus(BenchDevice& dev, const sim::DeviceSpec* spec, int count, ui
   return true;
 }
 
+// The rows of the SM clock models, or with max_mem_mhz > 0 those of the memory models: every
+// point of the sweeps, the memory clock's fraction after the SM clock's.
 void Rows(const std::vector<Swept>& corpus, double max_mhz, std::vector<float>* x, std::vector<float>* e,
-          std::vector<float>* t) {
-  for (const Swept& s : corpus)
-    for (size_t i = 0; i < s.mhz.size(); ++i) {
-      GpoeoRow(s.features, s.mhz[i], max_mhz, x);
-      e->push_back(static_cast<float>(s.energy_ratio[i]));
-      t->push_back(static_cast<float>(s.time_ratio[i]));
-    }
+          std::vector<float>* t, double max_mem_mhz = 0) {
+  auto row = [&](const Swept& s, int mhz, double mem_frac, double energy_ratio, double time_ratio) {
+    GpoeoRow(s.features, mhz, max_mhz, x, mem_frac);
+    e->push_back(static_cast<float>(energy_ratio));
+    t->push_back(static_cast<float>(time_ratio));
+  };
+  for (const Swept& s : corpus) {
+    for (size_t i = 0; i < s.mhz.size(); ++i)
+      row(s, s.mhz[i], max_mem_mhz > 0 ? 1 : -1, s.energy_ratio[i], s.time_ratio[i]);
+    if (max_mem_mhz > 0)
+      for (const Swept::MemoryPoint& p : s.memory) row(s, p.mhz, p.mem_mhz / max_mem_mhz, p.energy_ratio, p.time_ratio);
+  }
 }
 
 // The best static clock within the slowdown cap: its index into s.mhz.
@@ -410,7 +444,9 @@ size_t BestStatic(const Swept& s, double cap) {
 // The gpoeo controller on one held-out workload: energy and time per iteration once it settled,
 // relative to the default clock's.
 struct ControllerResult {
-  int chosen_mhz = 0, memory_mhz = 0;  // memory_mhz: 0 unless the controller tunes the memory clock
+  // memory_mhz: 0 unless the controller tunes the memory clock; predicted_memory_mhz: 0 unless its
+  // memory models predicted one below the default
+  int chosen_mhz = 0, memory_mhz = 0, predicted_memory_mhz = 0;
   double saving = 0, slowdown = 0, settle_s = 0, settle_periods = 0, period_s = 0;
   bool settled = false;
 };
@@ -450,6 +486,7 @@ bool RunController(const Swept& s, GpoeoOptions o, const std::string& models_dir
   c.Finish();
   out->chosen_mhz = c.chosen_mhz();
   out->memory_mhz = c.chosen_memory_mhz();
+  out->predicted_memory_mhz = c.predicted_memory_mhz();
   out->period_s = c.period_s();
   out->settle_s = c.settle_s();
   out->settle_periods = c.period_s() > 0 ? c.settle_s() / c.period_s() : 0;
@@ -539,24 +576,38 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
                ReadingName(GpoeoFeatureReading(features)));
     return 1;
   }
-  // The clocks swept: `clocks` spread evenly over the supported ones, the default (highest) included.
+  // The clocks swept: `clocks` spread evenly over the supported ones, the default (highest) included;
+  // where the device lists several memory clocks, kMemorySmClocks of those at each lower one.
+  auto spread = [](const std::vector<int>& all, int count) {
+    std::vector<int> out;
+    const int k = std::clamp(count, 2, static_cast<int>(all.size()));
+    for (int i = 0; i < k; ++i)
+      out.push_back(all[static_cast<size_t>(std::lround(static_cast<double>(i) * (all.size() - 1) / (k - 1)))]);
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  };
   const std::vector<int> all = bench->SupportedClocks();
-  std::vector<int> clocks;
-  const int k = std::clamp(opt.clocks, 2, static_cast<int>(all.size()));
-  for (int i = 0; i < k; ++i)
-    clocks.push_back(all[static_cast<size_t>(std::lround(static_cast<double>(i) * (all.size() - 1) / (k - 1)))]);
-  clocks.erase(std::unique(clocks.begin(), clocks.end()), clocks.end());
+  Grid grid;
+  grid.sm = spread(all, opt.clocks);
+  const std::vector<int>& clocks = grid.sm;
+  grid.mem = bench->SupportedMemoryClocks();
+  if (grid.mem.size() < 2) grid.mem.clear();
+  if (!grid.mem.empty()) grid.mem_sm = spread(grid.sm, kMemorySmClocks);
   const double max_mhz = all.back();
+  const double max_mem_mhz = grid.mem.empty() ? 0 : grid.mem.back();
 
   auto build = [&](const std::string& kind, int count, uint64_t seed, const std::set<std::string>& exclude,
                    std::vector<Swept>* out) {
-    return kind == "mix" ? BuildMixCorpus(*bench, dev, count, seed, clocks, features, exclude, out, &err)
-                         : BuildCorpus(device_name, count, seed, clocks, features, exclude, out, &err);
+    return kind == "mix" ? BuildMixCorpus(*bench, dev, count, seed, grid, features, exclude, out, &err)
+                         : BuildCorpus(device_name, count, seed, grid, features, exclude, out, &err);
   };
   auto what = [](const std::string& kind) { return kind == "mix" ? "kernel-mix jobs" : "workloads"; };
   std::vector<Swept> train, eval;
-  fmt::print("emo gpoeo train: sweeping {} training {} at {} clocks on {}\n", opt.train_workloads, what(corpus),
-             clocks.size(), device_name);
+  fmt::print("emo gpoeo train: sweeping {} training {} at {} clocks on {}{}\n", opt.train_workloads, what(corpus),
+             clocks.size(), device_name,
+             grid.mem.empty() ? std::string()
+                              : fmt::format(", and {} of them at each of {} lower memory clocks", grid.mem_sm.size(),
+                                            grid.mem.size() - 1));
   if (!build(corpus, opt.train_workloads, opt.seed, {}, &train)) {
     fmt::print(stderr, "emo gpoeo train: {}\n", err);
     return 1;
@@ -594,6 +645,35 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
   const double mape_e = Mape(pe, ee), mape_t = Mape(pt, et);
   fmt::print("held-out model MAPE over {} workloads × {} clocks: energy ratio {:.2f} %, time ratio {:.2f} %\n",
              eval.size(), clocks.size(), mape_e, mape_t);
+  // The memory models, on every point of the sweeps, judged on the held-out points at the lower
+  // memory clocks (where they predict what the SM clock models cannot).
+  double mape_mem_e = 0, mape_mem_t = 0;
+  if (!grid.mem.empty()) {
+    std::vector<float> mx, me, mt;
+    Rows(train, max_mhz, &mx, &me, &mt, max_mem_mhz);
+    if (!models.energy_memory.Train(mx, me.size(), cols + 1, me, p, &err) ||
+        !models.time_memory.Train(mx, mt.size(), cols + 1, mt, p, &err)) {
+      fmt::print(stderr, "emo gpoeo train: memory models: {}\n", err);
+      return 1;
+    }
+    std::vector<float> qx, qe, qt, qpe, qpt;
+    for (const Swept& s : eval)
+      for (const Swept::MemoryPoint& m : s.memory) {
+        GpoeoRow(s.features, m.mhz, max_mhz, &qx, m.mem_mhz / max_mem_mhz);
+        qe.push_back(static_cast<float>(m.energy_ratio));
+        qt.push_back(static_cast<float>(m.time_ratio));
+      }
+    if (!models.energy_memory.Predict(qx, qe.size(), &qpe, &err) ||
+        !models.time_memory.Predict(qx, qt.size(), &qpt, &err)) {
+      fmt::print(stderr, "emo gpoeo train: memory models: {}\n", err);
+      return 1;
+    }
+    mape_mem_e = Mape(qpe, qe), mape_mem_t = Mape(qpt, qt);
+    fmt::print(
+        "held-out memory model MAPE over {} workloads × {} SM clocks × {} lower memory clocks: energy ratio {:.2f} %, "
+        "time ratio {:.2f} %\n",
+        eval.size(), grid.mem_sm.size(), grid.mem.size() - 1, mape_mem_e, mape_mem_t);
+  }
 
   nlohmann::ordered_json train_list = nlohmann::ordered_json::array(), eval_list = nlohmann::ordered_json::array();
   for (const Swept& s : train) train_list.push_back(s.name);
@@ -603,6 +683,12 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
                  {"command", opt.command},         {"clocks_mhz", clocks},
                  {"train_workloads", train_list},  {"eval_workloads", eval_list},
                  {"eval_mape_energy_pct", mape_e}, {"eval_mape_time_pct", mape_t}};
+  if (!grid.mem.empty()) {
+    models.meta["memory_clocks_mhz"] = grid.mem;
+    models.meta["memory_sm_clocks_mhz"] = grid.mem_sm;
+    models.meta["eval_mape_memory_energy_pct"] = mape_mem_e;
+    models.meta["eval_mape_memory_time_pct"] = mape_mem_t;
+  }
   if (!models.Save(opt.out, &err)) {
     fmt::print(stderr, "emo gpoeo train: {}\n", err);
     return 1;
@@ -658,6 +744,7 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
                          {"default_period_s", s.t0_s},
                          {"chosen_mhz", r.chosen_mhz},
                          {"memory_mhz", r.memory_mhz},
+                         {"predicted_memory_mhz", r.predicted_memory_mhz},
                          {"energy_saving", r.saving},
                          {"slowdown", r.slowdown},
                          {"settle_periods", r.settle_periods},
@@ -677,7 +764,8 @@ int RunGpoeoTrain(const GpoeoTrainOptions& opt) {
       return 1;
     }
   }
-  fmt::print("wrote {}/meta.json, energy.json, time.json, corpus.json\n", opt.out);
+  fmt::print("wrote {}/meta.json, energy.json, time.json,{} corpus.json\n", opt.out,
+             models.has_memory() ? " energy_memory.json, time_memory.json," : "");
   return 0;
 }
 

@@ -1,8 +1,10 @@
 // gpoeo_train.h — `emo gpoeo train`: GPOEO's energy and time models (online/gpoeo_model.h) from a
-// corpus run at a spread of SM clocks, checked on a disjoint held-out corpus (model MAPE, and in
-// the simulator the gpoeo controller itself against the best static clock). The corpus: generated
-// workload specs on a simulated GPU, or, on any device and the only one on a real GPU, generated
-// periodic jobs of microbenchmark kernels (device/microbench.h's MixJob) run through BenchDevice.
+// corpus run at a spread of SM clocks (and where the GPU lists several memory clocks, at a few of
+// those at each lower memory clock: the memory models), checked on a disjoint held-out corpus
+// (model MAPE, and in the simulator the gpoeo controller itself against the best static clock).
+// The corpus: generated workload specs on a simulated GPU, or, on any device and the only one on a
+// real GPU, generated periodic jobs of microbenchmark kernels (device/microbench.h's MixJob) run
+// through BenchDevice.
 #pragma once
 
 #include <cstdint>

@@ -107,13 +107,15 @@ class BenchDevice {
   virtual ~BenchDevice() = default;
   virtual std::string Name() const = 0;
   virtual std::vector<int> SupportedClocks() const = 0;  // ascending; the last is the default
+  // Memory clocks a lock may choose, ascending, the last the default (one, or none, on HBM parts).
+  virtual std::vector<int> SupportedMemoryClocks() const = 0;
   // Launches benchmark b (one of the 12, or kBenchEmpty) `launches` times back to back. `start(gpus)` runs before the
   // first launch (lock the clock there); `poll(gpus, now_ns)` every poll_ms of device time while the run lasts (read
   // the energy counter and the clock there). The clock is reset after the run.
   virtual bool Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
                    const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) = 0;
-  // Runs `iterations` iterations of a MixJob, with start and poll as in Run (the clock is reset
-  // after the run).
+  // Runs `iterations` iterations of a MixJob, with start and poll as in Run (the clock, and the
+  // memory clock where there is a choice, are reset after the run).
   virtual bool RunJob(const MixJob& job, int iterations, double poll_ms, const std::function<void(GpuControl&)>& start,
                       const std::function<void(GpuControl&, double now_ns)>& poll, JobRun* out, std::string* err) = 0;
   // Range counters of a run of `launches` launches of b at the default clock (ranges by launch

@@ -152,13 +152,15 @@ bool ParseGpoeoOptions(const MethodOptions& m, GpoeoOptions* out, std::string* e
 
 // ---- the local search ---------------------------------------------------------------------------
 
-GpoeoSearch::GpoeoSearch(int clocks, int start, int step, int max_probes, GpoeoObjective objective, double max_slowdown)
+GpoeoSearch::GpoeoSearch(int clocks, int start, int step, int max_probes, GpoeoObjective objective, double max_slowdown,
+                         bool reference_last)
     : n_(clocks),
       cur_(std::clamp(start, 0, clocks - 1)),
       step_(step),
       max_probes_(max_probes),
       objective_(objective),
-      max_slowdown_(max_slowdown) {}
+      max_slowdown_(max_slowdown),
+      reference_last_(reference_last) {}
 
 double GpoeoSearch::Score(double e, double t) const {
   if (!std::isfinite(e) || !std::isfinite(t)) return kInf;
@@ -177,7 +179,7 @@ double GpoeoSearch::Score(double e, double t) const {
 double GpoeoSearch::ScoreOf(int clock) const {
   const auto it = measured_.find(clock);
   if (it != measured_.end()) return Score(probes_[it->second].energy_ratio, probes_[it->second].time_ratio);
-  if (clock == n_ - 1) return Score(1, 1);  // the default clock: the reference itself
+  if (clock == n_ - 1 && reference_last_) return Score(1, 1);  // the default clock: the reference itself
   return kInf;
 }
 
@@ -186,7 +188,7 @@ int GpoeoSearch::Next() {
   if (pending_ >= 0) return pending_;
   if (!recheck_.empty()) return pending_ = recheck_.front();
   if (static_cast<int>(probes_.size()) >= max_probes_) return -1;
-  auto known = [this](int c) { return measured_.count(c) > 0 || c == n_ - 1; };
+  auto known = [this](int c) { return measured_.count(c) > 0 || (c == n_ - 1 && reference_last_); };
   if (!known(cur_)) return pending_ = cur_;
   for (;;) {
     if (queue_.empty()) {
@@ -330,6 +332,7 @@ void Gpoeo::Restart(double now_s) {
   worked_.assign(static_cast<size_t>(gpus_->Count()), false);
   alias_ = false;
   alias_refuted_ = false;
+  search_mem_ = -1;
   probed_.clear();
   ClearTrace();
   start_s_ = now_s;
@@ -569,17 +572,41 @@ void Gpoeo::Detect(double now_s) {
     return;
   }
   const int n_clocks = static_cast<int>(clocks_.size());
-  search_ =
-      std::make_unique<GpoeoSearch>(n_clocks, n_clocks - 1, o_.step, o_.max_probes, o_.objective, o_.max_slowdown);
+  const GpoeoSearch scorer(n_clocks, n_clocks - 1, o_.step, o_.max_probes, o_.objective, o_.max_slowdown);
+  auto score = [&](const GpoeoPrediction& p, size_t i) { return scorer.Score(p.energy_ratio[i], p.time_ratio[i]); };
   int best = n_clocks - 1;
   for (int i = 0; i < n_clocks; ++i)
-    if (search_->Score(pred.energy_ratio[static_cast<size_t>(i)], pred.time_ratio[static_cast<size_t>(i)]) <
-        search_->Score(pred.energy_ratio[static_cast<size_t>(best)], pred.time_ratio[static_cast<size_t>(best)]))
-      best = i;
+    if (score(pred, static_cast<size_t>(i)) < score(pred, static_cast<size_t>(best))) best = i;
   predicted_mhz_ = clocks_[static_cast<size_t>(best)];
   predicted_energy_ = pred.energy_ratio[static_cast<size_t>(best)];
   predicted_time_ = pred.time_ratio[static_cast<size_t>(best)];
-  search_ = std::make_unique<GpoeoSearch>(n_clocks, best, o_.step, o_.max_probes, o_.objective, o_.max_slowdown);
+  // With memory models, every pair of clocks: where one at a lower memory clock scores best, the
+  // SM clock's search runs at that memory clock.
+  search_mem_ = -1;
+  predicted_mem_mhz_ = 0;
+  if (!mem_clocks_.empty() && models_.has_memory()) {
+    std::vector<int> sm, mem;
+    for (int m : mem_clocks_)
+      for (int c : clocks_) sm.push_back(c), mem.push_back(m);
+    GpoeoPrediction joint;
+    if (!models_.PredictMemory(features_, sm, mem, clocks_.back(), mem_clocks_.back(), &joint, &err)) {
+      Fail(err);
+      return;
+    }
+    size_t top = sm.size() - 1;  // the default pair
+    for (size_t i = 0; i < sm.size(); ++i)
+      if (score(joint, i) < score(joint, top)) top = i;
+    if (mem[top] != mem_clocks_.back()) {
+      search_mem_ = static_cast<int>(top / clocks_.size());
+      best = static_cast<int>(top % clocks_.size());
+      predicted_mhz_ = sm[top];
+      predicted_mem_mhz_ = mem[top];
+      predicted_energy_ = joint.energy_ratio[top];
+      predicted_time_ = joint.time_ratio[top];
+      LockMemory(predicted_mem_mhz_);
+    }
+  }
+  search_ = NewSearch(best);
   ++searches_;
   state_ = State::kSearch;
   const int next = search_->Next();
@@ -674,9 +701,13 @@ double Gpoeo::Slowest(int clock, int mem) const {
   return mem < 0 ? sm : sm * mem_clocks_.back() / mem_clocks_[static_cast<size_t>(mem)];
 }
 
+std::unique_ptr<GpoeoSearch> Gpoeo::NewSearch(int start) const {
+  return std::make_unique<GpoeoSearch>(static_cast<int>(clocks_.size()), start, o_.step, o_.max_probes, o_.objective,
+                                       o_.max_slowdown, search_mem_ < 0);
+}
+
 void Gpoeo::RecordAgain() {
-  search_ = std::make_unique<GpoeoSearch>(static_cast<int>(clocks_.size()), probed_.front().clock, o_.step,
-                                          o_.max_probes, o_.objective, o_.max_slowdown);
+  search_ = NewSearch(probed_.front().clock);
   for (const Probed& q : probed_) {
     double e = kInf, t = kInf;
     Ratios(q, &e, &t);
@@ -710,8 +741,8 @@ Gpoeo::Probed Gpoeo::Measure(int clock, int mem) const {
 }
 
 void Gpoeo::EndProbe(double now_s) {
-  const Probed probed = Measure(probe_, -1);
-  const double slowest = Slowest(probe_);
+  const Probed probed = Measure(probe_, search_mem_);
+  const double slowest = Slowest(probe_, search_mem_);
   probed_.push_back(probed);
   if (!alias_ && !alias_refuted_ && GpoeoShrinkLooksAliased(update_s_, period_s_, probed.period_s, slowest)) {
     // The readings' period shrank at a lower clock: an iteration shorter than two updates, seen
@@ -739,18 +770,32 @@ void Gpoeo::EndProbe(double now_s) {
 }
 
 void Gpoeo::EndSearch(double now_s) {
-  const int best = search_->Best();
+  int best = search_->Best();
+  // At a predicted lower memory clock, the highest SM clock there is not the default pair: where no
+  // probe there is within the cap (or they contradicted each other), the default clocks, and the
+  // memory search from the default down as without memory models.
+  bool measured = search_mem_ < 0;
+  for (const GpoeoSearch::Probe& pr : search_->probes())
+    measured = measured || (pr.clock == best && search_->Score(pr.energy_ratio, pr.time_ratio) < kBroken);
+  if (search_mem_ >= 0 && (!measured || search_->contradiction().first >= 0)) {
+    best = static_cast<int>(clocks_.size()) - 1;
+    measured = false;
+    search_mem_ = -1;
+    LockMemory(mem_clocks_.back());
+  }
   chosen_ci_ = best;
   chosen_mhz_ = clocks_[static_cast<size_t>(best)];
   chosen_energy_ = 1;
   chosen_time_ = 1;
-  for (const GpoeoSearch::Probe& pr : search_->probes())
-    if (pr.clock == best) chosen_energy_ = pr.energy_ratio, chosen_time_ = pr.time_ratio;
   // What the phase-change check compares: the readings' period (an alias's, if so) and power.
   chosen_period_s_ = period_s_;
   chosen_power_w_ = ref_power_w_;
-  for (const Probed& q : probed_)
-    if (q.clock == best) chosen_period_s_ = q.period_s, chosen_power_w_ = q.power_w;
+  if (measured) {
+    for (const GpoeoSearch::Probe& pr : search_->probes())
+      if (pr.clock == best) chosen_energy_ = pr.energy_ratio, chosen_time_ = pr.time_ratio;
+    for (const Probed& q : probed_)
+      if (q.clock == best) chosen_period_s_ = q.period_s, chosen_power_w_ = q.power_w;
+  }
   last_probes_ = search_->probes();
   contradiction_ = search_->contradiction();
   Lock(chosen_mhz_);
@@ -758,10 +803,13 @@ void Gpoeo::EndSearch(double now_s) {
     Hold(now_s);
     return;
   }
-  // The memory clock from the default down, the held SM clock's measurement as its default point.
+  // The memory clock from where the SM clock was searched (the default, or the predicted one, with
+  // its neighbours both ways), the held SM clock's measurement as that point's.
   const int n = static_cast<int>(mem_clocks_.size());
-  mem_search_ = std::make_unique<GpoeoSearch>(n, n - 1, 1, o_.memory_probes + 1, o_.objective, o_.max_slowdown);
-  mem_search_->Record(n - 1, chosen_energy_, chosen_time_);
+  const int start = search_mem_ >= 0 ? search_mem_ : n - 1;
+  mem_search_ =
+      std::make_unique<GpoeoSearch>(n, start, 1, o_.memory_probes + 1, o_.objective, o_.max_slowdown, search_mem_ < 0);
+  mem_search_->Record(start, chosen_energy_, chosen_time_);
   mem_probed_.clear();
   state_ = State::kMemorySearch;
   const int next = mem_search_->Next();
@@ -792,15 +840,26 @@ void Gpoeo::EndMemoryProbe(double now_s) {
 
 void Gpoeo::EndMemorySearch(double now_s) {
   const int n = static_cast<int>(mem_clocks_.size());
-  const int best = mem_search_->Best();
-  chosen_mem_mhz_ = mem_clocks_[static_cast<size_t>(best)];
+  const int start = search_mem_ >= 0 ? search_mem_ : n - 1;
+  int best = mem_search_->Best();
   last_mem_probes_ = mem_search_->probes();
-  if (best != n - 1)
-    for (const Probed& q : mem_probed_)
-      if (q.mem == best && q.period_s > 0) {
-        Ratios(q, &chosen_energy_, &chosen_time_);
-        chosen_period_s_ = q.period_s, chosen_power_w_ = q.power_w;
-      }
+  bool measured = best == start;
+  for (const Probed& q : mem_probed_)
+    if (best != start && q.mem == best && q.period_s > 0) {
+      Ratios(q, &chosen_energy_, &chosen_time_);
+      chosen_period_s_ = q.period_s, chosen_power_w_ = q.power_w;
+      measured = true;
+    }
+  // From a predicted memory clock, measurements that contradicted each other: the default clocks.
+  if (start != n - 1 && (!measured || mem_search_->contradiction().first >= 0)) {
+    best = n - 1;
+    chosen_ci_ = static_cast<int>(clocks_.size()) - 1;
+    chosen_mhz_ = clocks_.back();
+    chosen_energy_ = chosen_time_ = 1;
+    chosen_period_s_ = period_s_, chosen_power_w_ = ref_power_w_;
+    Lock(chosen_mhz_);
+  }
+  chosen_mem_mhz_ = mem_clocks_[static_cast<size_t>(best)];
   LockMemory(chosen_mem_mhz_);
   Hold(now_s);
 }
@@ -879,6 +938,7 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                {"alias_refuted", alias_refuted_},
                {"features", features},
                {"predicted_mhz", predicted_mhz_},
+               {"predicted_memory_mhz", predicted_mem_mhz_},
                {"predicted_energy_ratio", predicted_energy_},
                {"predicted_time_ratio", predicted_time_},
                {"chosen_mhz", chosen_mhz_},
@@ -903,9 +963,11 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
     return;
   }
   lines->push_back(
-      fmt::format("gpoeo: period {:.3f} s at the default clock; predicted {} MHz (energy {:+.1f} %, "
+      fmt::format("gpoeo: period {:.3f} s at the default clock; predicted {} MHz{} (energy {:+.1f} %, "
                   "time {:+.1f} %)",
-                  period_s(), predicted_mhz_, 100 * (predicted_energy_ - 1), 100 * (predicted_time_ - 1)));
+                  period_s(), predicted_mhz_,
+                  predicted_mem_mhz_ > 0 ? fmt::format(", memory {} MHz", predicted_mem_mhz_) : std::string(),
+                  100 * (predicted_energy_ - 1), 100 * (predicted_time_ - 1)));
   if (alias_)
     lines->push_back(
         fmt::format("gpoeo: the readings' period, {:.3f} s, shrank at a lower clock: it is the alias of a {:.3f} s "

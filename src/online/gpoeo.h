@@ -33,10 +33,13 @@
 //   Two probes that put a lower clock faster than a higher one are measured again, then distrusted
 //   (GpoeoSearch::contradiction). Upstream has neither.
 // - The memory clock (memory=1, where the GPUs list several memory clocks: GDDR parts) is tuned
-//   after the SM clock, by a measured search from the default memory clock down with the SM clock
-//   held (GpoeoSearch over the memory clocks, step 1). Upstream tunes it first, from a prediction
-//   by its low band's models with f_mem/9501 in the clock slot (GPOEO.md §4-5); EMO's models are
-//   trained at the default memory clock and have no memory clock input.
+//   after the SM clock, by a measured search with the SM clock held (GpoeoSearch over the memory
+//   clocks, step 1). Where the models have memory models (trained on sweeps at the lower memory
+//   clocks too), the pair of clocks is predicted jointly: when a lower memory clock scores best,
+//   the SM clock's search runs at it and the memory search then tries its neighbours; otherwise,
+//   and with models that take no memory clock, the memory search goes from the default down.
+//   Upstream predicts the memory clock first, with its low band's models and f_mem/9501 in the
+//   clock slot (GPOEO.md §4-5), models never trained on a memory clock.
 // - Aperiodic phases keep the default clock (upstream's IPS proxy needs counters).
 // - Phase changes are checked at a fixed interval, without upstream's back-off.
 // - The idle watchdog (upstream: a process of its own, for its one GPU) acts per GPU and only while
@@ -98,17 +101,19 @@ bool GpoeoGrowthRefutesAlias(double update_s, double period_s, double probe_s, d
 
 // The local search over supported clocks (indices into an ascending list), driven by measurements:
 // Next() names the clock to measure, Record() takes its energy and time relative to the default
-// clock. A pattern search: from the predicted clock, try the neighbours `step` clocks away (in the
-// energy mode, first downward when the current clock meets the slowdown cap, upward otherwise),
-// move to one that improves the objective, halve the step when neither does.
+// clock. The highest is that default itself (ratio 1/1, never measured) unless `reference_last` is
+// false (a search at a lower memory clock, whose highest SM clock is not the default pair). A pattern search: from the
+// predicted clock, try the neighbours `step` clocks away (in the energy mode, first downward when the current clock
+// meets the slowdown cap, upward otherwise), move to one that improves the objective, halve the step when neither does.
 class GpoeoSearch {
  public:
-  GpoeoSearch(int clocks, int start, int step, int max_probes, GpoeoObjective objective, double max_slowdown);
+  GpoeoSearch(int clocks, int start, int step, int max_probes, GpoeoObjective objective, double max_slowdown,
+              bool reference_last = true);
   // The clock to measure next, or -1 when the search is over.
   int Next();
   void Record(int clock, double energy_ratio, double time_ratio);
   // The best measured clock; `clocks - 1` (the default, ratio 1/1) when none beats it or the
-  // measurements contradict each other.
+  // measurements contradict each other (without reference_last: when none is within the cap).
   int Best() const;
   // Two probes whose times cannot both be right: the lower clock measured faster than the higher
   // one by more than 2 points (a period misread at one of them). The first time, both are measured
@@ -128,6 +133,7 @@ class GpoeoSearch {
   int n_, cur_, step_, max_probes_;
   GpoeoObjective objective_;
   double max_slowdown_;
+  bool reference_last_;
   std::vector<Probe> probes_;
   std::map<int, size_t> measured_;             // clock -> index into probes_
   int pending_ = -1;                           // the clock Next() handed out and not yet recorded
@@ -152,8 +158,10 @@ class Gpoeo : public OnlineMethod {
   // The iteration's period at the default clock (behind the readings' alias when they alias it).
   double period_s() const { return period_s_ > 0 ? TruePeriod(period_s_) : 0; }
   bool aliased() const { return alias_; }
-  int chosen_mhz() const { return chosen_mhz_; }             // 0 until a search has ended
-  int predicted_mhz() const { return predicted_mhz_; }       // 0 until a prediction
+  int chosen_mhz() const { return chosen_mhz_; }        // 0 until a search has ended
+  int predicted_mhz() const { return predicted_mhz_; }  // 0 until a prediction
+  // The memory clock predicted with it by the memory models; 0 when none was, or it is the default.
+  int predicted_memory_mhz() const { return predicted_mem_mhz_; }
   int chosen_memory_mhz() const { return chosen_mem_mhz_; }  // 0 until a memory search has ended
   struct PhaseChange {
     double at_s, old_period_s, new_period_s, old_power_w, new_power_w;
@@ -257,6 +265,8 @@ class Gpoeo : public OnlineMethod {
   double Slowest(int clock, int mem = -1) const;
   // The probe just measured (since trace_start_s_) at SM clock `clock` and memory clock `mem`.
   Probed Measure(int clock, int mem) const;
+  // A new search of the SM clock at search_mem_, from `start`.
+  std::unique_ptr<GpoeoSearch> NewSearch(int start) const;
   // A new search from the first probe's clock, every probe so far measured again as alias_ says.
   void RecordAgain();
   std::vector<double> features_;
@@ -266,8 +276,11 @@ class Gpoeo : public OnlineMethod {
   std::vector<bool> idle_locked_;          // per GPU, the idle watchdog holds the lowest clock
   std::vector<bool> worked_;               // per GPU, it ran a kernel since detection (re)started
   int idle_drops_ = 0;
-  int predicted_mhz_ = 0;
+  int predicted_mhz_ = 0, predicted_mem_mhz_ = 0;
   double predicted_energy_ = 1, predicted_time_ = 1;
+  // The memory clock (an index into mem_clocks_) the SM clock's search runs at: -1, the default;
+  // else the memory models' joint prediction, and the memory search starts from it.
+  int search_mem_ = -1;
   // Search.
   std::unique_ptr<GpoeoSearch> search_;
   int probe_ = -1;  // clock index being measured

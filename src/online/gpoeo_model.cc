@@ -168,9 +168,11 @@ std::vector<double> GpoeoFeatures(const GpoeoSamples& s, double dt_s, double per
   return f;
 }
 
-void GpoeoRow(const std::vector<double>& features, double mhz, double max_clock_mhz, std::vector<float>* row) {
+void GpoeoRow(const std::vector<double>& features, double mhz, double max_clock_mhz, std::vector<float>* row,
+              double mem_frac) {
   for (double f : features) row->push_back(static_cast<float>(f));
   row->push_back(static_cast<float>(mhz / max_clock_mhz));
+  if (mem_frac >= 0) row->push_back(static_cast<float>(mem_frac));
 }
 
 std::string GpoeoModels::device() const { return meta.value("device", std::string()); }
@@ -207,6 +209,14 @@ bool GpoeoModels::Load(const std::string& dir, std::string* err) {
     *err = dir + ": the models take " + std::to_string(energy.cols()) + " features, not " + std::to_string(cols);
     return false;
   }
+  if (!std::filesystem::exists(dir + "/energy_memory.json")) return true;
+  if (!energy_memory.Load(dir + "/energy_memory.json", err) || !time_memory.Load(dir + "/time_memory.json", err))
+    return false;
+  if (energy_memory.cols() != cols + 1 || time_memory.cols() != cols + 1) {
+    *err = dir + ": the memory models take " + std::to_string(energy_memory.cols()) + " features, not " +
+           std::to_string(cols + 1);
+    return false;
+  }
   return true;
 }
 
@@ -225,27 +235,53 @@ bool GpoeoModels::Save(const std::string& dir, std::string* err) const {
     *err = dir + "/meta.json: cannot write";
     return false;
   }
-  return energy.Save(dir + "/energy.json", err) && time.Save(dir + "/time.json", err);
+  if (!energy.Save(dir + "/energy.json", err) || !time.Save(dir + "/time.json", err)) return false;
+  return !has_memory() ||
+         (energy_memory.Save(dir + "/energy_memory.json", err) && time_memory.Save(dir + "/time_memory.json", err));
 }
 
-bool GpoeoModels::Predict(const std::vector<double>& features, const std::vector<int>& mhz, double max_clock_mhz,
-                          GpoeoPrediction* out, std::string* err) const {
-  const size_t want = GpoeoFeatureNames(feature_set).size();
-  if (features.size() != want) {
-    *err = "the models take " + std::to_string(want) + " features, the readings gave " +
-           std::to_string(features.size()) +
-           (feature_set != GpoeoFeatureSet::kTelemetry
-                ? std::string(" (no ") + GpoeoFeatureSetName(feature_set) + " readings?)"
-                : std::string());
-    return false;
-  }
-  std::vector<float> x;
-  for (int f : mhz) GpoeoRow(features, f, max_clock_mhz, &x);
+namespace {
+
+// The feature count the models take against the readings'.
+bool CheckFeatures(const std::vector<double>& features, GpoeoFeatureSet set, std::string* err) {
+  const size_t want = GpoeoFeatureNames(set).size();
+  if (features.size() == want) return true;
+  *err = "the models take " + std::to_string(want) + " features, the readings gave " + std::to_string(features.size()) +
+         (set != GpoeoFeatureSet::kTelemetry ? std::string(" (no ") + GpoeoFeatureSetName(set) + " readings?)"
+                                             : std::string());
+  return false;
+}
+
+bool PredictRows(const GbtModel& energy, const GbtModel& time, const std::vector<float>& x, size_t rows,
+                 GpoeoPrediction* out, std::string* err) {
   std::vector<float> e, t;
-  if (!energy.Predict(x, mhz.size(), &e, err) || !time.Predict(x, mhz.size(), &t, err)) return false;
+  if (!energy.Predict(x, rows, &e, err) || !time.Predict(x, rows, &t, err)) return false;
   out->energy_ratio.assign(e.begin(), e.end());
   out->time_ratio.assign(t.begin(), t.end());
   return true;
+}
+
+}  // namespace
+
+bool GpoeoModels::Predict(const std::vector<double>& features, const std::vector<int>& mhz, double max_clock_mhz,
+                          GpoeoPrediction* out, std::string* err) const {
+  if (!CheckFeatures(features, feature_set, err)) return false;
+  std::vector<float> x;
+  for (int f : mhz) GpoeoRow(features, f, max_clock_mhz, &x);
+  return PredictRows(energy, time, x, mhz.size(), out, err);
+}
+
+bool GpoeoModels::PredictMemory(const std::vector<double>& features, const std::vector<int>& mhz,
+                                const std::vector<int>& mem_mhz, double max_clock_mhz, double max_mem_mhz,
+                                GpoeoPrediction* out, std::string* err) const {
+  if (!has_memory()) {
+    *err = "the models take no memory clock (trained where the GPU lists one)";
+    return false;
+  }
+  if (!CheckFeatures(features, feature_set, err)) return false;
+  std::vector<float> x;
+  for (size_t i = 0; i < mhz.size(); ++i) GpoeoRow(features, mhz[i], max_clock_mhz, &x, mem_mhz[i] / max_mem_mhz);
+  return PredictRows(energy_memory, time_memory, x, mhz.size(), out, err);
 }
 
 }  // namespace emo

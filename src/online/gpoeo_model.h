@@ -22,6 +22,9 @@
 //                 made them, and free-form training figures}
 //   energy.json  XGBoost model: energy per period at the clock / energy at the default clock
 //   time.json    XGBoost model: period at the clock / period at the default clock
+//   energy_memory.json, time_memory.json (where the device lists several memory clocks, GDDR): the
+//                same at an SM clock and a memory clock, relative to the default clocks of both; the
+//                memory clock is one more feature after the SM clock's, as a fraction of the highest
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -120,8 +123,10 @@ std::vector<std::string> GpoeoFeatureNames(GpoeoFeatureSet set);
 std::vector<double> GpoeoFeatures(const GpoeoSamples& s, double dt_s, double period_s, double power_limit_w,
                                   double max_clock_mhz);
 
-// One model row: the features, then the clock asked about as a fraction of max_clock_mhz.
-void GpoeoRow(const std::vector<double>& features, double mhz, double max_clock_mhz, std::vector<float>* row);
+// One model row: the features, then the clock asked about as a fraction of max_clock_mhz, then for
+// the memory models the memory clock's fraction of the highest (mem_frac; none when negative).
+void GpoeoRow(const std::vector<double>& features, double mhz, double max_clock_mhz, std::vector<float>* row,
+              double mem_frac = -1);
 
 struct GpoeoPrediction {
   std::vector<double> energy_ratio, time_ratio;  // per clock asked about
@@ -134,8 +139,13 @@ class GpoeoModels {
   // Predictions for each clock in `mhz`.
   bool Predict(const std::vector<double>& features, const std::vector<int>& mhz, double max_clock_mhz,
                GpoeoPrediction* out, std::string* err) const;
+  // With the memory models: predictions for each pair (mhz[i], mem_mhz[i]).
+  bool PredictMemory(const std::vector<double>& features, const std::vector<int>& mhz, const std::vector<int>& mem_mhz,
+                     double max_clock_mhz, double max_mem_mhz, GpoeoPrediction* out, std::string* err) const;
+  bool has_memory() const { return !energy_memory.empty() && !time_memory.empty(); }
 
   GbtModel energy, time;
+  GbtModel energy_memory, time_memory;                        // empty where the models take no memory clock
   GpoeoFeatureSet feature_set = GpoeoFeatureSet::kTelemetry;  // what the samples must carry
   nlohmann::ordered_json meta;                                // meta.json
   std::string device() const;

@@ -31,6 +31,7 @@ class SimBenchDevice : public BenchDevice {
   explicit SimBenchDevice(const DeviceSpec& spec, uint64_t seed = 1) : spec_(spec), seed_(seed) {}
   std::string Name() const override { return spec_.name; }
   std::vector<int> SupportedClocks() const override { return spec_.sm_clocks_mhz; }
+  std::vector<int> SupportedMemoryClocks() const override { return spec_.mem_clocks_mhz; }
   bool Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
            const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) override;
   bool RunJob(const MixJob& job, int iterations, double poll_ms, const std::function<void(GpuControl&)>& start,

@@ -316,8 +316,10 @@ int main(int argc, char** argv) {
   g->require_subcommand(1);
   CLI::App* gt = g->add_subcommand("train",
                                    "Train GPOEO's energy and time models on generated workloads run at a spread of "
-                                   "SM clocks, report their error and the gpoeo controller's result on a disjoint "
-                                   "held-out corpus, and write MODEL_DIR (use with --controller gpoeo:models=DIR)");
+                                   "SM clocks (and, where the GPU lists several memory clocks, memory models from a "
+                                   "few SM clocks at each lower one), report their error and the gpoeo controller's "
+                                   "result on a disjoint held-out corpus, and write MODEL_DIR (use with --controller "
+                                   "gpoeo:models=DIR)");
   gt->add_option("--device", gtrain.device, "sim:a100, sim:h100, sim:a40, sim:3080ti or cuda:N (a GPU; root)");
   gt->add_option("--corpus", gtrain.corpus,
                  "workloads (generated workload specs, simulator only; the simulator's default) or mix (periodic "
@@ -331,7 +333,9 @@ int main(int argc, char** argv) {
                  "period, as GPOEO profiles them inside the job: the simulator only); default: activity where the "
                  "device offers it")
       ->check(CLI::IsMember({"telemetry", "activity", "counters"}));
-  gt->add_option("-o,--output", gtrain.out, "MODEL_DIR to write (meta.json, energy.json, time.json, corpus.json)")
+  gt->add_option("-o,--output", gtrain.out,
+                 "MODEL_DIR to write (meta.json, energy.json, time.json, corpus.json; energy_memory.json "
+                 "and time_memory.json where the GPU lists several memory clocks)")
       ->required();
   gt->add_option("--workloads", gtrain.train_workloads, "generated workloads in the training corpus")
       ->check(CLI::PositiveNumber);

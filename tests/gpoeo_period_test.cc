@@ -183,6 +183,43 @@ TEST(GpoeoPeriod, PeriodsUnderTwoUpdatesAreNotReported) {
   }
 }
 
+// A utilisation reading as NVML gives it: every update_s (1/6 s on an A100), the share of the last
+// update_s that a kernel ran (whole percent), for a job busy but for the last fifth of each
+// iteration; seen by a poll every 20 ms, so each update is timed at the first poll after it.
+GpoeoSeries Utilisation(double period_s, double update_s, double duration_s, double poll_s) {
+  GpoeoSeries s;
+  for (double next = 0.0371 + update_s; next < duration_s; next += update_s) {
+    double busy = 0;
+    for (double t = next - update_s; t < next; t += kStepS)
+      busy += std::fmod(t, period_s) < 0.8 * period_s ? kStepS : 0;
+    s.t_s.push_back(poll_s > 0 ? std::ceil(next / poll_s) * poll_s : next);
+    s.v.push_back(std::round(100 * busy / update_s));
+  }
+  return s;
+}
+
+// On the energy counter's 100 ms grid an iteration under two updates and its alias over two give
+// mirror-image readings, which fold alike: no mismatch tells them apart. The utilisation, updated
+// every 1/6 s, repeats at the iteration and not at the alias, even timed by 20 ms polls; and for
+// an iteration over two updates, at it and not at its partner under two.
+TEST(GpoeoPeriod, UtilisationOnItsOwnGridTellsAnIterationFromItsAlias) {
+  auto alias = [](double t) { return 1 / (1 / kSensorS - 1 / t); };
+  const double under = 0.1938, over = 0.227;  // alias(under) = 0.2066 s, alias(over) = 0.1786 s
+  const std::vector<GpoeoSeries> same_grid = {Utilisation(under, kSensorS, 25, 0)};
+  EXPECT_NEAR(GpoeoPhaseMismatch(same_grid, under), GpoeoPhaseMismatch(same_grid, alias(under)), 1e-6);
+  const std::vector<GpoeoSeries> own_grid = {Utilisation(under, 1.0 / 6, 25, 0.02)};
+  const double at_iteration = GpoeoPhaseMismatch(own_grid, under),
+               at_alias = GpoeoPhaseMismatch(own_grid, alias(under));
+  EXPECT_LT(at_iteration, 0.4);
+  EXPECT_GT(at_alias, 0.8);
+  const std::vector<GpoeoSeries> direct = {Utilisation(over, 1.0 / 6, 25, 0.02)};
+  EXPECT_LT(GpoeoPhaseMismatch(direct, over), 0.4);
+  EXPECT_GT(GpoeoPhaseMismatch(direct, alias(over)), 0.8);
+  // A series too short, or level, says nothing.
+  EXPECT_EQ(GpoeoPhaseMismatch({Utilisation(under, 1.0 / 6, 2, 0.02)}, under), 1);
+  EXPECT_EQ(GpoeoPhaseMismatch({GpoeoSeries{std::vector<double>(40, 0.0), std::vector<double>(40, 100.0)}}, under), 1);
+}
+
 // Just over two readings a period t and its alias 1/(1/dt − 1/t), just under two, give the same
 // readings (of the waveform and of its mirror image), so the suffixes' estimates fall on either
 // side; read as the member above two readings they agree. Before, 0.205-0.215 s came out as the

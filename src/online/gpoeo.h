@@ -25,7 +25,10 @@
 //   themselves (GpoeoFoldPeriod), and a probe lasts at least 4 s; the reference at the default clock likewise,
 //   past the detection trace's first second.
 // - An iteration under two of the readings' updates shows as its alias (10 Hz minus its frequency
-//   on a 100 ms grid), which a lower clock shortens: a probe whose period shrank by what the clocks'
+//   on a 100 ms grid). The utilisation, updated on a grid of its own (1/6 s on an A100), repeats at
+//   the iteration and not at its alias: where it says so at detection, the search runs on the
+//   iteration behind the alias (GpoeoPhaseMismatch). Where it cannot tell (a 1 s grid, a level
+//   utilisation), a lower clock shortens the alias: a probe whose period shrank by what the clocks'
 //   ratio can explain switches the search to the iteration behind the alias, and one whose period
 //   then grew, which no alias can, switches it back (GpoeoShrinkLooksAliased,
 //   GpoeoGrowthRefutesAlias). A probe looks only for periods its clock can produce, directly or
@@ -50,6 +53,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device/gpu_control.h"
@@ -244,6 +248,10 @@ class Gpoeo : public OnlineMethod {
   // Set when a later probe refuted the alias (GpoeoGrowthRefutesAlias): the readings are read directly from
   // then on, until the search starts over.
   bool alias_refuted_ = false;
+  // Set when the utilisation decided for the alias at detection (kAliasVote), with its fold
+  // mismatches (GpoeoPhaseMismatch) at the readings' period and at the alias's iteration.
+  bool alias_by_util_ = false;
+  std::pair<double, double> util_mismatch_{1, 1};
   // The period the readings show alike with period_s: 1/(1/update − 1/period_s).
   double AliasPartner(double period_s) const;
   // The iteration's period behind a period of the readings.

@@ -653,4 +653,26 @@ GpoeoUniform GpoeoUniformSignal(const std::vector<GpoeoSeries>& series, bool cum
   return u;
 }
 
+double GpoeoPhaseMismatch(const std::vector<GpoeoSeries>& series, double period_s) {
+  double total = 0;
+  int counted = 0;
+  for (const GpoeoSeries& s : series) {
+    const size_t n = s.v.size();
+    if (n < 16 || period_s <= 0) continue;
+    const double sd = Std(s.v.data(), n);
+    if (sd <= 1e-9 * std::max(1.0, std::abs(Mean(s.v.data(), n)))) continue;
+    std::vector<std::pair<double, double>> by_phase;  // (phase, value)
+    for (size_t i = 0; i < n; ++i) by_phase.emplace_back(std::fmod(s.t_s[i], period_s), s.v[i]);
+    std::sort(by_phase.begin(), by_phase.end());
+    double d = 0;
+    for (size_t i = 0; i < n; ++i) {  // around the circle: the last phase's neighbour is the first
+      const double x = by_phase[(i + 1) % n].second - by_phase[i].second;
+      d += x * x;
+    }
+    total += d / static_cast<double>(n) / (2 * sd * sd);
+    ++counted;
+  }
+  return counted > 0 ? total / counted : 1;
+}
+
 }  // namespace emo

@@ -141,4 +141,13 @@ GpoeoUniform GpoeoUniformSignal(const std::vector<GpoeoSeries>& series, bool cum
 // has its minimum at the truth. Returns period_s when no series has 8 updates and some variation.
 double GpoeoFoldPeriod(const std::vector<GpoeoSeries>& series, double period_s, double rel_range);
 
+// EMO: the fold mismatch of readings' updates at period_s: per series, its updates ordered by their
+// phase within the period, the mean squared difference of neighbours in that order over twice the
+// series' variance (0: the series repeats at that period; about 1: it does not), averaged over the
+// series with 16 updates or more that vary; 1 when none has. Unlike GpoeoMismatch it takes each
+// update at its own time, so a reading updated on a grid of its own (utilisation every 1/6 s on an
+// A100, against the energy counter's 100 ms) can tell apart two periods that the other grid
+// shows alike (an iteration under two of its updates and its alias).
+double GpoeoPhaseMismatch(const std::vector<GpoeoSeries>& series, double period_s);
+
 }  // namespace emo

@@ -39,12 +39,6 @@ constexpr double kAliasTolerance = 1.02;     // a time ratio may exceed the cloc
 // shrinks by only 1-2 % (0.1865 s at +2.9 %: its 0.2128 s alias to 0.2088 s); at kImplausiblySooner,
 // as until 2026-12-04, such jobs were read directly and held at the default clock.
 constexpr double kAliasShrink = 0.99;
-// The utilisation decides for the alias at detection when it repeats at the alias's iteration with a
-// fold mismatch under this, and under this share of its mismatch at the readings' period. On the
-// shipped models' held-out jobs of the A100, A40 and H100 (utilisation every 1/6 s) the jobs read
-// directly had 1.25 times or more the mismatch at the alias; 11 aliased ones 0.16-0.67 times, the
-// others about as much at either (a 1 s grid, a level utilisation) (README, GPOEO's detection).
-constexpr double kAliasVote = 0.7;
 // A lower clock measured faster than a higher one by more than this contradicts it (the probes'
 // time ratios are within about a point of the truth where the period is read right).
 constexpr double kMonotoneSlack = 0.02;
@@ -338,7 +332,7 @@ void Gpoeo::Restart(double now_s) {
   worked_.assign(static_cast<size_t>(gpus_->Count()), false);
   alias_ = false;
   alias_refuted_ = false;
-  alias_by_util_ = false;
+  vote_ = GpoeoVote();
   search_mem_ = -1;
   probed_.clear();
   ClearTrace();
@@ -555,6 +549,21 @@ GpoeoPeriod Gpoeo::DetectPeriod(double from_s, const GpoeoPeriodOptions& po, dou
   return GpoeoDetectPeriod(u.x, u.dt_s, po);
 }
 
+void Gpoeo::VoteOnUtilisation(double from_s) {
+  vote_ = GpoeoVote();
+  if (alias_) return;
+  std::vector<GpoeoSeries> util;  // each GPU's utilisation updates since from_s
+  for (size_t g = 0; g < energy_.size(); ++g) {
+    const Updates& u = series_[3 * g + 1];
+    GpoeoSeries series;
+    for (size_t i = 0; i < u.s.t_s.size(); ++i)
+      if (u.s.t_s[i] >= from_s) series.t_s.push_back(u.s.t_s[i]), series.v.push_back(u.s.v[i]);
+    util.push_back(std::move(series));
+  }
+  vote_ = GpoeoUtilisationVote(util, period_s_, update_s_);
+  alias_ = vote_.voted;
+}
+
 void Gpoeo::Detect(double now_s) {
   detected_ = DetectPeriod(trace_start_s_, GpoeoPeriodOptions{}, &update_s_);
   if (detected_.verdict == GpoeoVerdict::kAperiodic || detected_.verdict == GpoeoVerdict::kFlat) {
@@ -568,22 +577,7 @@ void Gpoeo::Detect(double now_s) {
   const double from = trace_start_s_ + kSkipS;
   if (now_s - from < std::max(kMinReferenceS, 3 * detected_.period_s)) return;  // measure on
   period_s_ = FoldPeriod(from, detected_.period_s, kFoldRange);
-  // A period over two of the readings' updates may be the alias of an iteration under two: the
-  // utilisation, updated on a grid of its own, may tell which the job repeats at.
-  util_mismatch_ = {1, 1};
-  if (!alias_ && update_s_ > 0 && period_s_ > 2 * update_s_) {
-    std::vector<GpoeoSeries> util;
-    for (size_t g = 0; g < energy_.size(); ++g) {
-      const Updates& u = series_[3 * g + 1];
-      GpoeoSeries series;
-      for (size_t i = 0; i < u.s.t_s.size(); ++i)
-        if (u.s.t_s[i] >= from) series.t_s.push_back(u.s.t_s[i]), series.v.push_back(u.s.v[i]);
-      util.push_back(std::move(series));
-    }
-    util_mismatch_ = {GpoeoPhaseMismatch(util, period_s_), GpoeoPhaseMismatch(util, AliasPartner(period_s_))};
-    alias_ = alias_by_util_ =
-        util_mismatch_.second < kAliasVote && util_mismatch_.second < kAliasVote * util_mismatch_.first;
-  }
+  VoteOnUtilisation(from);
   ref_power_w_ = MeanPower(from, period_s_);
   const size_t skip = static_cast<size_t>(std::lround(kSkipS / Dt()));
   features_ = GpoeoFeatures(trace_.Slice(std::min(skip, trace_.size()), trace_.size()), Dt(), period_s_, limit_w_,
@@ -959,8 +953,10 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                {"readings_period_s", period_s_},
                {"aliased", alias_},
                {"alias_refuted", alias_refuted_},
-               {"alias_by_utilisation", alias_by_util_},
-               {"utilisation_mismatch", {util_mismatch_.first, util_mismatch_.second}},
+               {"utilisation_vote", vote_.voted ? nlohmann::ordered_json{{"period_s", vote_.iteration_s},
+                                                                         {"mismatch", vote_.mismatch},
+                                                                         {"readings_mismatch", vote_.readings_mismatch}}
+                                                : nlohmann::ordered_json()},
                {"features", features},
                {"predicted_mhz", predicted_mhz_},
                {"predicted_memory_mhz", predicted_mem_mhz_},
@@ -993,12 +989,12 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                   period_s(), predicted_mhz_,
                   predicted_mem_mhz_ > 0 ? fmt::format(", memory {} MHz", predicted_mem_mhz_) : std::string(),
                   100 * (predicted_energy_ - 1), 100 * (predicted_time_ - 1)));
-  if (alias_by_util_)
+  if (vote_.voted)
     lines->push_back(
         fmt::format("gpoeo: the readings' period, {:.3f} s, is the alias of a {:.3f} s iteration, under two of the "
                     "readings' {:.0f} ms updates: the utilisation, on its own update grid, repeats at the iteration "
-                    "(fold mismatch {:.2f}) and not at the alias ({:.2f}); the probes are measured through it",
-                    period_s_, AliasPartner(period_s_), 1e3 * update_s_, util_mismatch_.second, util_mismatch_.first));
+                    "(mismatch {:.2f}) and not at the alias ({:.2f}); the probes are measured through it",
+                    period_s_, vote_.iteration_s, 1e3 * update_s_, vote_.mismatch, vote_.readings_mismatch));
   else if (alias_)
     lines->push_back(
         fmt::format("gpoeo: the readings' period, {:.3f} s, shrank at a lower clock: it is the alias of a {:.3f} s "

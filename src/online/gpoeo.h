@@ -27,7 +27,7 @@
 // - An iteration under two of the readings' updates shows as its alias (10 Hz minus its frequency
 //   on a 100 ms grid). The utilisation, updated on a grid of its own (1/6 s on an A100), repeats at
 //   the iteration and not at its alias: where it says so at detection, the search runs on the
-//   iteration behind the alias (GpoeoPhaseMismatch). Where it cannot tell (a 1 s grid, a level
+//   iteration (VoteOnUtilisation, GpoeoUtilisationVote). Where it cannot tell (a 1 s grid, a level
 //   utilisation), a lower clock shortens the alias: a probe whose period shrank by what the clocks'
 //   ratio can explain switches the search to the iteration behind the alias, and one whose period
 //   then grew, which no alias can, switches it back (GpoeoShrinkLooksAliased,
@@ -53,7 +53,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "device/gpu_control.h"
@@ -248,10 +247,10 @@ class Gpoeo : public OnlineMethod {
   // Set when a later probe refuted the alias (GpoeoGrowthRefutesAlias): the readings are read directly from
   // then on, until the search starts over.
   bool alias_refuted_ = false;
-  // Set when the utilisation decided for the alias at detection (kAliasVote), with its fold
-  // mismatches (GpoeoPhaseMismatch) at the readings' period and at the alias's iteration.
-  bool alias_by_util_ = false;
-  std::pair<double, double> util_mismatch_{1, 1};
+  GpoeoVote vote_;  // the utilisation's at detection
+  // On the utilisation's updates since from_s (GpoeoUtilisationVote); sets vote_, and alias_ where it
+  // voted.
+  void VoteOnUtilisation(double from_s);
   // The period the readings show alike with period_s: 1/(1/update − 1/period_s).
   double AliasPartner(double period_s) const;
   // The iteration's period behind a period of the readings.

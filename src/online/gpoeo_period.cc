@@ -653,26 +653,81 @@ GpoeoUniform GpoeoUniformSignal(const std::vector<GpoeoSeries>& series, bool cum
   return u;
 }
 
-double GpoeoPhaseMismatch(const std::vector<GpoeoSeries>& series, double period_s) {
+double GpoeoPairMismatch(const std::vector<GpoeoSeries>& series, double period_s, double tol_s, double max_lag_s) {
   double total = 0;
   int counted = 0;
   for (const GpoeoSeries& s : series) {
     const size_t n = s.v.size();
-    if (n < 16 || period_s <= 0) continue;
+    if (n < 8 || period_s <= 0) continue;
     const double sd = Std(s.v.data(), n);
     if (sd <= 1e-9 * std::max(1.0, std::abs(Mean(s.v.data(), n)))) continue;
-    std::vector<std::pair<double, double>> by_phase;  // (phase, value)
-    for (size_t i = 0; i < n; ++i) by_phase.emplace_back(std::fmod(s.t_s[i], period_s), s.v[i]);
-    std::sort(by_phase.begin(), by_phase.end());
     double d = 0;
-    for (size_t i = 0; i < n; ++i) {  // around the circle: the last phase's neighbour is the first
-      const double x = by_phase[(i + 1) % n].second - by_phase[i].second;
-      d += x * x;
-    }
-    total += d / static_cast<double>(n) / (2 * sd * sd);
+    int pairs = 0;
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = i + 1; j < n && s.t_s[j] - s.t_s[i] <= max_lag_s; ++j) {
+        const double lag = s.t_s[j] - s.t_s[i];
+        if (lag < period_s - tol_s || std::abs(lag - period_s * std::round(lag / period_s)) > tol_s) continue;
+        d += (s.v[j] - s.v[i]) * (s.v[j] - s.v[i]);
+        ++pairs;
+      }
+    if (pairs < 20) continue;
+    total += d / pairs / (2 * sd * sd);
     ++counted;
   }
   return counted > 0 ? total / counted : 1;
+}
+
+GpoeoSeries GpoeoOnGrid(const GpoeoSeries& s, double* step_s) {
+  if (step_s) *step_s = 0;
+  const size_t n = s.t_s.size();
+  if (n < 3) return s;
+  std::vector<double> gaps;
+  for (size_t i = 0; i + 1 < n; ++i) gaps.push_back(s.t_s[i + 1] - s.t_s[i]);
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
+  const double median = gaps[gaps.size() / 2];
+  if (median <= 0) return s;
+  std::vector<double> k(n, 0);  // grid steps since the first update
+  for (size_t i = 1; i < n; ++i) k[i] = k[i - 1] + std::max(1.0, std::round((s.t_s[i] - s.t_s[i - 1]) / median));
+  const double mk = Mean(k.data(), n), mt = Mean(s.t_s.data(), n);
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < n; ++i) sxy += (k[i] - mk) * (s.t_s[i] - mt), sxx += (k[i] - mk) * (k[i] - mk);
+  const double step = sxy / sxx;
+  GpoeoSeries out = s;
+  for (size_t i = 0; i < n; ++i) out.t_s[i] = mt + step * (k[i] - mk);
+  if (step_s) *step_s = step;
+  return out;
+}
+
+namespace {
+
+// The vote goes to the alias's iteration where the utilisation matches there with a mismatch under
+// this, and under this share of the readings' period's (README, GPOEO's detection: on the shipped
+// models' held-out jobs, the ones read directly matched 1.25 times worse or more at the partner).
+constexpr double kVote = 0.7;
+constexpr double kVoteMaxLagS = 10;  // the longest distance between two updates compared
+constexpr double kVoteTolS = 0.005;  // how far from a multiple of a period two updates compared may be
+
+}  // namespace
+
+GpoeoVote GpoeoUtilisationVote(const std::vector<GpoeoSeries>& util, double period_s, double update_s) {
+  GpoeoVote vote;
+  if (update_s <= 0 || period_s <= 2 * update_s) return vote;
+  std::vector<GpoeoSeries> on_grid;
+  double grid_s = 0;  // the coarsest grid's step
+  for (const GpoeoSeries& s : util) {
+    double step = 0;
+    on_grid.push_back(GpoeoOnGrid(s, &step));
+    grid_s = std::max(grid_s, step);
+  }
+  vote.readings_s = period_s;
+  vote.iteration_s = 1 / (1 / update_s - 1 / period_s);
+  // A reading that averages over more than an iteration mostly averages it away, and a grid
+  // coarser than a period fits it by coincidences (GpoeoPairMismatch).
+  if (grid_s <= 0 || vote.iteration_s <= grid_s) return vote;
+  vote.mismatch = GpoeoPairMismatch(on_grid, vote.iteration_s, kVoteTolS, kVoteMaxLagS);
+  vote.readings_mismatch = GpoeoPairMismatch(on_grid, period_s, kVoteTolS, kVoteMaxLagS);
+  vote.voted = vote.mismatch < kVote && vote.mismatch < kVote * vote.readings_mismatch;
+  return vote;
 }
 
 }  // namespace emo

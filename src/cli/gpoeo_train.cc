@@ -298,9 +298,10 @@ nlohmann::json MixJobJson(const MixJob& job) {
 enum class Measure { kTime, kEnergy, kFeatures };
 
 // One run of a job on a BenchDevice at SM clock `mhz` and memory clock `mem_mhz` (0: the default
-// of each): as RunAt, through the device interface only (the device resets both after the run). Time per iteration from
-// the iterations' ends after the warm-up; energy per iteration from the energy counter's power over the same window;
-// features from the telemetry polled every kSampleMs inside it.
+// of each): as RunAt, through the device interface only (the device resets both after the run).
+// Time per iteration from the iterations' ends after the warm-up; energy per iteration from the
+// energy counter's power over the same window; features from the telemetry polled every
+// kSampleMs inside it.
 bool RunJobAt(BenchDevice& dev, const MixJob& job, int mhz, int mem_mhz, int iterations, Measure what,
               Features features, RunResult* out, std::string* err) {
   struct Poll {

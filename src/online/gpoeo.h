@@ -105,9 +105,10 @@ bool GpoeoGrowthRefutesAlias(double update_s, double period_s, double probe_s, d
 // The local search over supported clocks (indices into an ascending list), driven by measurements:
 // Next() names the clock to measure, Record() takes its energy and time relative to the default
 // clock. The highest is that default itself (ratio 1/1, never measured) unless `reference_last` is
-// false (a search at a lower memory clock, whose highest SM clock is not the default pair). A pattern search: from the
-// predicted clock, try the neighbours `step` clocks away (in the energy mode, first downward when the current clock
-// meets the slowdown cap, upward otherwise), move to one that improves the objective, halve the step when neither does.
+// false (a search at a lower memory clock, whose highest SM clock is not the default pair). A
+// pattern search: from the predicted clock, try the neighbours `step` clocks away (in the energy
+// mode, first downward when the current clock meets the slowdown cap, upward otherwise), move to
+// one that improves the objective, halve the step when neither does.
 class GpoeoSearch {
  public:
   GpoeoSearch(int clocks, int start, int step, int max_probes, GpoeoObjective objective, double max_slowdown,

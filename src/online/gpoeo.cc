@@ -345,6 +345,13 @@ void Gpoeo::Updates::Clear() {
   any = false;
 }
 
+GpoeoSeries Gpoeo::Updates::Since(double from_s) const {
+  GpoeoSeries out;
+  for (size_t i = 0; i < s.t_s.size(); ++i)
+    if (s.t_s[i] >= from_s) out.t_s.push_back(s.t_s[i]), out.v.push_back(s.v[i]);
+  return out;
+}
+
 void Gpoeo::Updates::Add(double t_s, double x) {
   // The first poll shows a value from before the measurement, updated at an unknown time.
   if (any && x != last) {
@@ -366,12 +373,7 @@ void Gpoeo::ClearTrace() {
 
 double Gpoeo::FoldPeriod(double from_s, double period_s, double rel) const {
   std::vector<GpoeoSeries> series;
-  for (const Updates& u : series_) {
-    GpoeoSeries s;
-    for (size_t i = 0; i < u.s.t_s.size(); ++i)
-      if (u.s.t_s[i] >= from_s) s.t_s.push_back(u.s.t_s[i]), s.v.push_back(u.s.v[i]);
-    series.push_back(std::move(s));
-  }
+  for (const Updates& u : series_) series.push_back(u.Since(from_s));
   // The energy counters' mean power between consecutive updates, at the interval's middle.
   for (const Updates& u : energy_) {
     GpoeoSeries s;
@@ -528,13 +530,8 @@ bool Gpoeo::WorkerIdle() const {
 GpoeoUniform Gpoeo::Signal(double from_s) const {
   const bool counters = gpus_->Offers(Reading::kEnergy);
   std::vector<GpoeoSeries> series;
-  for (size_t g = 0; g < energy_.size(); ++g) {
-    const Updates& u = counters ? energy_[g] : series_[3 * g];  // the energy counter, else power
-    GpoeoSeries s;
-    for (size_t i = 0; i < u.s.t_s.size(); ++i)
-      if (u.s.t_s[i] >= from_s) s.t_s.push_back(u.s.t_s[i]), s.v.push_back(u.s.v[i]);
-    series.push_back(std::move(s));
-  }
+  for (size_t g = 0; g < energy_.size(); ++g)  // the energy counter, else power
+    series.push_back((counters ? energy_[g] : series_[3 * g]).Since(from_s));
   return GpoeoUniformSignal(series, counters);
 }
 
@@ -553,13 +550,7 @@ void Gpoeo::VoteOnUtilisation(double from_s) {
   vote_ = GpoeoVote();
   if (alias_) return;
   std::vector<GpoeoSeries> util;  // each GPU's utilisation updates since from_s
-  for (size_t g = 0; g < energy_.size(); ++g) {
-    const Updates& u = series_[3 * g + 1];
-    GpoeoSeries series;
-    for (size_t i = 0; i < u.s.t_s.size(); ++i)
-      if (u.s.t_s[i] >= from_s) series.t_s.push_back(u.s.t_s[i]), series.v.push_back(u.s.v[i]);
-    util.push_back(std::move(series));
-  }
+  for (size_t g = 0; g < energy_.size(); ++g) util.push_back(series_[3 * g + 1].Since(from_s));
   vote_ = GpoeoUtilisationVote(util, period_s_, update_s_);
   alias_ = vote_.voted;
 }
@@ -718,6 +709,10 @@ double Gpoeo::Slowest(int clock, int mem) const {
   return mem < 0 ? sm : sm * mem_clocks_.back() / mem_clocks_[static_cast<size_t>(mem)];
 }
 
+int Gpoeo::MemorySearchStart() const {
+  return search_mem_ >= 0 ? search_mem_ : static_cast<int>(mem_clocks_.size()) - 1;
+}
+
 std::unique_ptr<GpoeoSearch> Gpoeo::NewSearch(int start) const {
   return std::make_unique<GpoeoSearch>(static_cast<int>(clocks_.size()), start, o_.step, o_.max_probes, o_.objective,
                                        o_.max_slowdown, search_mem_ < 0);
@@ -823,7 +818,7 @@ void Gpoeo::EndSearch(double now_s) {
   // The memory clock from where the SM clock was searched (the default, or the predicted one, with
   // its neighbours both ways), the held SM clock's measurement as that point's.
   const int n = static_cast<int>(mem_clocks_.size());
-  const int start = search_mem_ >= 0 ? search_mem_ : n - 1;
+  const int start = MemorySearchStart();
   mem_search_ =
       std::make_unique<GpoeoSearch>(n, start, 1, o_.memory_probes + 1, o_.objective, o_.max_slowdown, search_mem_ < 0);
   mem_search_->Record(start, chosen_energy_, chosen_time_);
@@ -857,7 +852,7 @@ void Gpoeo::EndMemoryProbe(double now_s) {
 
 void Gpoeo::EndMemorySearch(double now_s) {
   const int n = static_cast<int>(mem_clocks_.size());
-  const int start = search_mem_ >= 0 ? search_mem_ : n - 1;
+  const int start = MemorySearchStart();
   int best = mem_search_->Best();
   last_mem_probes_ = mem_search_->probes();
   bool measured = best == start;

@@ -222,6 +222,7 @@ class Gpoeo : public OnlineMethod {
     bool any = false;
     void Clear();
     void Add(double t_s, double x);
+    GpoeoSeries Since(double from_s) const;  // the updates at or after from_s
   };
 
   GpuControl* gpus_;
@@ -289,6 +290,8 @@ class Gpoeo : public OnlineMethod {
   // The memory clock (an index into mem_clocks_) the SM clock's search runs at: -1, the default;
   // else the memory models' joint prediction, and the memory search starts from it.
   int search_mem_ = -1;
+  // Where the memory search starts: search_mem_, else the default memory clock.
+  int MemorySearchStart() const;
   // Search.
   std::unique_ptr<GpoeoSearch> search_;
   int probe_ = -1;  // clock index being measured

@@ -27,6 +27,12 @@
 namespace emo {
 namespace {
 
+// The program of a workload spec (JSON).
+void BuildSpec(const char* json, sim::Program* out) {
+  std::string err;
+  ASSERT_TRUE(sim::BuildWorkload(nlohmann::json::parse(json), out, &err)) << err;
+}
+
 // 81 clocks 210-1410 MHz; time ∝ 1/f above a memory floor; energy falls with the clock to ~1000 MHz.
 struct Curve {
   std::vector<double> e, t;
@@ -423,13 +429,12 @@ TEST(Gpoeo, SettlesWithinItsCapOnAWorkloadOutsideTheTrainingCorpus) {
 // the iteration itself cannot do; GPOEO then measures the iteration through the alias. (A held-out
 // workload of the shipped A100 models' corpus.)
 TEST(Gpoeo, SeesThroughTheAliasOfAnIterationShorterThanTwoReadings) {
-  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 150}, "device": "A100-SXM4-80GB",
+  sim::Program program;
+  ASSERT_NO_FATAL_FAILURE(BuildSpec(R"({"cpu": {"launch_gap_us": 150}, "device": "A100-SXM4-80GB",
       "kind": "tp", "link": "pcie", "name": "tp4-llama-h4096-l2-s2048-b8-unfused-pcie-gap150-c1",
       "model": {"arch": "llama", "attention": "unfused", "batch": 8, "heads": 32, "hidden": 4096, "layers": 2,
-                "seq": 2048, "vocab": 32000}, "parallel": {"chunks": 1, "tp": 4}})");
-  sim::Program program;
-  std::string err;
-  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+                "seq": 2048, "vocab": 32000}, "parallel": {"chunks": 1, "tp": 4}})",
+                                    &program));
   GpoeoRun gpoeo;
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 600, 0.05, &gpoeo);
   EXPECT_TRUE(gpoeo.aliased);
@@ -443,13 +448,12 @@ TEST(Gpoeo, SeesThroughTheAliasOfAnIterationShorterThanTwoReadings) {
 // repeats the readings. (A held-out workload of the shipped H100 models' corpus; before, the probes
 // read the half-alias, found no period, and GPOEO held 1965 MHz with the alias for the period.)
 TEST(Gpoeo, ProbesReadTheAliasTheirClockProducesNotItsHalf) {
-  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "H100-SXM",
+  sim::Program program;
+  ASSERT_NO_FATAL_FAILURE(BuildSpec(R"({"cpu": {"launch_gap_us": 6}, "device": "H100-SXM",
       "kind": "dp", "link": "nvlink", "name": "dp2-gpt-h1536-l6-s4096-b8-k50",
       "model": {"arch": "gpt", "batch": 8, "heads": 12, "hidden": 1536, "layers": 6, "seq": 4096, "vocab": 50304},
-      "parallel": {"bucket_mb": 50, "dp": 2}})");
-  sim::Program program;
-  std::string err;
-  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+      "parallel": {"bucket_mb": 50, "dp": 2}})",
+                                    &program));
   GpoeoRun gpoeo;
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-h100", 800, 0.03, &gpoeo, true, 78);
   EXPECT_TRUE(gpoeo.aliased);
@@ -548,13 +552,12 @@ TEST(Gpoeo, IdleWatchdogLowersAnIdleGpusClockUntilWorkResumes) {
 // iteration. (A held-out workload of the shipped 3080 Ti models' corpus; with a first look at 3 s
 // GPOEO took 0.147 s for the period and kept the default clock.)
 TEST(Gpoeo, FindsAPipelinesIterationNotItsMicroBatches) {
-  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "RTX3080Ti",
+  sim::Program program;
+  ASSERT_NO_FATAL_FAILURE(BuildSpec(R"({"cpu": {"launch_gap_us": 6}, "device": "RTX3080Ti",
       "kind": "pp", "link": "pcie", "name": "pp2-llama-h2048-l2-s2048-b8-pcie-m8",
       "model": {"arch": "llama", "batch": 8, "heads": 16, "hidden": 2048, "layers": 2, "seq": 2048, "vocab": 32000},
-      "parallel": {"microbatches": 8, "pp": 2}})");
-  sim::Program program;
-  std::string err;
-  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+      "parallel": {"microbatches": 8, "pp": 2}})",
+                                    &program));
   GpoeoRun gpoeo;
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-3080ti", 130, 0.02, &gpoeo);
 }
@@ -567,13 +570,12 @@ TEST(Gpoeo, FindsAPipelinesIterationNotItsMicroBatches) {
 // the largest (Gpoeo::Ratios). (A held-out workload of a corpus made with `emo gpoeo train
 // --device sim:a100 --seed 7`, not the shipped models' own; the reported period stays the alias.)
 TEST(Gpoeo, ReadsAnIterationJustUnderTwoReadingsOnTheSafeSide) {
-  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "A100-SXM4-80GB",
+  sim::Program program;
+  ASSERT_NO_FATAL_FAILURE(BuildSpec(R"({"cpu": {"launch_gap_us": 6}, "device": "A100-SXM4-80GB",
       "kind": "pp", "link": "pcie", "name": "pp2-gpt-h3072-l8-s1024-b1-pcie-m8",
       "model": {"arch": "gpt", "batch": 1, "heads": 24, "hidden": 3072, "layers": 8, "seq": 1024, "vocab": 50304},
-      "parallel": {"microbatches": 8, "pp": 2}})");
-  sim::Program program;
-  std::string err;
-  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+      "parallel": {"microbatches": 8, "pp": 2}})",
+                                    &program));
   GpoeoRun gpoeo;
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 600, 0.02, &gpoeo, false, 5);
 }
@@ -583,13 +585,12 @@ TEST(Gpoeo, ReadsAnIterationJustUnderTwoReadingsOnTheSafeSide) {
 // (GpoeoPeriod.PeriodsJustOverTwoUpdates). Before, they disagreed and GPOEO found no period in
 // the whole run, holding the default clock. (Not a workload of the shipped models' corpus.)
 TEST(Gpoeo, FindsAnIterationJustOverTwoReadings) {
-  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "A100-SXM4-80GB",
+  sim::Program program;
+  ASSERT_NO_FATAL_FAILURE(BuildSpec(R"({"cpu": {"launch_gap_us": 6}, "device": "A100-SXM4-80GB",
       "kind": "pp", "link": "pcie", "name": "pp2-gpt-h3072-l9-s1024-b1-pcie-m9",
       "model": {"arch": "gpt", "batch": 1, "heads": 24, "hidden": 3072, "layers": 9, "seq": 1024, "vocab": 50304},
-      "parallel": {"microbatches": 9, "pp": 2}})");
-  sim::Program program;
-  std::string err;
-  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+      "parallel": {"microbatches": 9, "pp": 2}})",
+                                    &program));
   GpoeoRun gpoeo;
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 600, 0.05, &gpoeo, true, 5);
   EXPECT_FALSE(gpoeo.aliased);
@@ -601,13 +602,12 @@ TEST(Gpoeo, FindsAnIterationJustOverTwoReadings) {
 // evaluation there; with the 3 % of a bad measurement it read the shrink directly, as a lower clock
 // running faster, and held the default clock.)
 TEST(Gpoeo, SeesThroughTheAliasOfAnIterationJustUnderTwoReadings) {
-  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 60}, "device": "A100-SXM4-80GB",
+  sim::Program program;
+  ASSERT_NO_FATAL_FAILURE(BuildSpec(R"({"cpu": {"launch_gap_us": 60}, "device": "A100-SXM4-80GB",
       "kind": "dp", "link": "nvlink", "name": "dp2-llama-h4096-l2-s4096-b2-gap60-k50",
       "model": {"arch": "llama", "batch": 2, "heads": 32, "hidden": 4096, "layers": 2, "seq": 4096, "vocab": 32000},
-      "parallel": {"bucket_mb": 50, "dp": 2}})");
-  sim::Program program;
-  std::string err;
-  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+      "parallel": {"bucket_mb": 50, "dp": 2}})",
+                                    &program));
   GpoeoRun gpoeo;
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 600, 0.05, &gpoeo, true, 88);
   EXPECT_TRUE(gpoeo.aliased);
@@ -620,13 +620,12 @@ TEST(Gpoeo, SeesThroughTheAliasOfAnIterationJustUnderTwoReadings) {
 // the search runs on the iteration from the start, and saves energy within its cap. (The one
 // held-out workload of the shipped A40 models whose period was missed before.)
 TEST(Gpoeo, UtilisationTellsAnIterationFromItsAliasAtDetection) {
-  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 150}, "device": "A40",
+  sim::Program program;
+  ASSERT_NO_FATAL_FAILURE(BuildSpec(R"({"cpu": {"launch_gap_us": 150}, "device": "A40",
       "kind": "pp", "link": "pcie", "name": "pp2-llama-h1024-l2-s1024-b8-pcie-gap150-m4",
       "model": {"arch": "llama", "batch": 8, "heads": 8, "hidden": 1024, "layers": 2, "seq": 1024, "vocab": 32000},
-      "parallel": {"microbatches": 4, "pp": 2}})");
-  sim::Program program;
-  std::string err;
-  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+      "parallel": {"microbatches": 4, "pp": 2}})",
+                                    &program));
   GpoeoRun gpoeo;
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-a40", 600, 0.03, &gpoeo, true, 84);
   EXPECT_TRUE(gpoeo.aliased);
@@ -662,13 +661,12 @@ double StaticIterationTime(const sim::Program& program, int mhz, int mem) {
 // their ratios are off by several points (a probe at 1800 MHz read +9.2 % where the clock costs
 // +4.2 %) and the search keeps a clock past its cap. The truth: static runs at each probed clock.
 TEST(Gpoeo, ProbesMeasureTheTimeRatioOfTheirClock) {
-  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "H100-SXM",
+  sim::Program program;
+  ASSERT_NO_FATAL_FAILURE(BuildSpec(R"({"cpu": {"launch_gap_us": 6}, "device": "H100-SXM",
       "kind": "dp", "link": "nvlink", "name": "dp2-gpt-h3072-l8-s4096-b4-unfused-k50",
       "model": {"arch": "gpt", "attention": "unfused", "batch": 4, "heads": 24, "hidden": 3072, "layers": 8,
-                "seq": 4096, "vocab": 32000}, "parallel": {"bucket_mb": 50, "dp": 2}})");
-  sim::Program program;
-  std::string err;
-  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+                "seq": 4096, "vocab": 32000}, "parallel": {"bucket_mb": 50, "dp": 2}})",
+                                    &program));
   GpoeoRun gpoeo;
   RunGpoeo(program, "gpoeo-sim-h100", 250, 83, true, &gpoeo);
   if (HasFatalFailure()) return;
@@ -684,13 +682,12 @@ TEST(Gpoeo, ProbesMeasureTheTimeRatioOfTheirClock) {
 
 // A data-parallel GPT job on the simulated RTX 3080 Ti, whose five memory clocks GPOEO may tune.
 sim::Program MemoryJob() {
-  const nlohmann::json spec = nlohmann::json::parse(R"({"cpu": {"launch_gap_us": 6}, "device": "RTX3080Ti",
+  sim::Program program;
+  BuildSpec(R"({"cpu": {"launch_gap_us": 6}, "device": "RTX3080Ti",
       "kind": "dp", "link": "pcie", "name": "dp2-gpt-h2048-l4-s1024-b8",
       "model": {"arch": "gpt", "batch": 8, "heads": 16, "hidden": 2048, "layers": 4, "seq": 1024, "vocab": 50304},
-      "parallel": {"bucket_mb": 25, "dp": 2}})");
-  sim::Program program;
-  std::string err;
-  EXPECT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+      "parallel": {"bucket_mb": 25, "dp": 2}})",
+            &program);
   return program;
 }
 

@@ -42,6 +42,13 @@ constexpr double kAliasShrink = 0.99;
 // A lower clock measured faster than a higher one by more than this contradicts it (the probes'
 // time ratios are within about a point of the truth where the period is read right).
 constexpr double kMonotoneSlack = 0.02;
+// The guard (gpoeo.h): its window, at least kGuardS and kGuardPeriods periods of the held clock, and
+// the share of time over the cap it lets pass, half of the point of tolerance (over its
+// window the fold reads a period to about 0.1 % where a probe's 4 s read it to about 1 %).
+constexpr double kGuardS = 20;
+constexpr double kGuardPeriods = 6;
+constexpr double kGuardMargin = 0.005;
+constexpr double kGuardRange = 0.03;  // the guard's fold: within ±3 % of the probe's period (its error ~1 %)
 
 const char* ObjectiveName(GpoeoObjective o) {
   switch (o) {
@@ -140,9 +147,12 @@ bool ParseGpoeoOptions(const MethodOptions& m, GpoeoOptions* out, std::string* e
     } else if (key == "memory-probes") {
       if (!OptionNumber(m.name, item, 1, 100, true, &v, err)) return false;
       o.memory_probes = static_cast<int>(v);
+    } else if (key == "guard") {
+      if (!OptionNumber(m.name, item, 0, 1, true, &v, err)) return false;
+      o.guard = v > 0;
     } else {
       *err = m.name + ": unknown option '" + key + "' (objective, slowdown, models, sample-ms, probes, step, " +
-             "probe-periods, drift, memory, memory-probes)";
+             "probe-periods, drift, memory, memory-probes, guard)";
       return false;
     }
   }
@@ -335,6 +345,8 @@ void Gpoeo::Restart(double now_s) {
   vote_ = GpoeoVote();
   search_mem_ = -1;
   probed_.clear();
+  guard_steps_.clear();
+  guard_time_ = guard_energy_ = 0;
   ClearTrace();
   start_s_ = now_s;
 }
@@ -343,6 +355,12 @@ void Gpoeo::Updates::Clear() {
   s.t_s.clear();
   s.v.clear();
   any = false;
+}
+
+void Gpoeo::Updates::DropBefore(double t_s) {
+  const auto n = std::lower_bound(s.t_s.begin(), s.t_s.end(), t_s) - s.t_s.begin();
+  s.t_s.erase(s.t_s.begin(), s.t_s.begin() + n);
+  s.v.erase(s.v.begin(), s.v.begin() + n);
 }
 
 GpoeoSeries Gpoeo::Updates::Since(double from_s) const {
@@ -369,6 +387,7 @@ void Gpoeo::ClearTrace() {
   energy_.resize(static_cast<size_t>(gpus_->Count()));
   for (Updates& u : series_) u.Clear();
   for (Updates& u : energy_) u.Clear();
+  held_from_s_ = -1;
 }
 
 double Gpoeo::FoldPeriod(double from_s, double period_s, double rel) const {
@@ -450,6 +469,7 @@ void Gpoeo::Tick(double now_ns) {
   // The sample joins the measurement: the trace, and each reading's updates.
   auto record = [&] {
     if (trace_.size() == 0) trace_start_s_ = now_s_;
+    if (held_from_s_ < 0) held_from_s_ = now_s_;
     trace_.push(p, u / n, m / n, c / n, windows_ ? windows_->activity() : nullptr,
                 windows_ ? windows_->counters() : nullptr);
     for (int g = 0; g < gpus_->Count(); ++g) {
@@ -879,6 +899,10 @@ void Gpoeo::EndMemorySearch(double now_s) {
 void Gpoeo::Hold(double now_s) {
   settle_s_ = now_s - start_s_;
   state_ = State::kHold;
+  Watch();
+}
+
+void Gpoeo::Watch() {
   ClearTrace();
   settle_ticks_ = static_cast<int>(std::ceil(std::max(chosen_period_s_, 0.2) / Dt()));
   measure_ticks_ = static_cast<int>(std::ceil(std::max(o_.check_periods * chosen_period_s_, kMinProbeS) / Dt()));
@@ -909,7 +933,42 @@ void Gpoeo::Check(double now_s) {
     Restart(now_s);
     return;
   }
-  ClearTrace();
+  if (Guard(now_s)) return;
+  // The next check's window, read on from here without a settle (the clocks stay); the readings'
+  // updates stay for the guard's window.
+  trace_.clear();
+  ticks_ = 0;
+  settle_ticks_ = 0;
+  for (Updates& u : series_) u.DropBefore(now_s - GuardWindowS());
+  for (Updates& u : energy_) u.DropBefore(now_s - GuardWindowS());
+}
+
+double Gpoeo::GuardWindowS() const { return std::max(kGuardS, kGuardPeriods * period_s()); }
+
+bool Gpoeo::Guard(double now_s) {
+  if (!o_.guard || o_.objective != GpoeoObjective::kEnergy || chosen_mhz_ == clocks_.back()) return false;
+  const double window = GuardWindowS();
+  if (held_from_s_ < 0 || now_s - held_from_s_ < window) return false;
+  int mem = -1;  // the held memory clock's index (-1: not tuned)
+  for (size_t i = 0; i < mem_clocks_.size(); ++i)
+    if (mem_clocks_[i] == chosen_mem_mhz_) mem = static_cast<int>(i);
+  // The period the probe measured at this clock, refined over the window (not found afresh: a
+  // period of another lattice of whole readings is the phase check's business).
+  const double from = now_s - window;
+  Probed held{chosen_ci_, FoldPeriod(from, chosen_period_s_, kGuardRange), 0, mem};
+  held.power_w = MeanPower(from, held.period_s);
+  double e = kInf, t = kInf;
+  Ratios(held, &e, &t);
+  if (!std::isfinite(t)) return false;
+  guard_time_ = t, guard_energy_ = e;
+  if (t <= 1 + o_.max_slowdown + kGuardMargin) return false;
+  ++chosen_ci_;
+  guard_steps_.push_back({now_s, chosen_mhz_, clocks_[static_cast<size_t>(chosen_ci_)], t});
+  chosen_mhz_ = clocks_[static_cast<size_t>(chosen_ci_)];
+  chosen_period_s_ = held.period_s;  // the next clock's period is within a point or so of it
+  Lock(chosen_mhz_);
+  Watch();
+  return true;
 }
 
 void Gpoeo::Finish() {
@@ -937,6 +996,15 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                        {"new_period_s", c.new_period_s},
                        {"old_power_w", c.old_power_w},
                        {"new_power_w", c.new_power_w}});
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  for (const GuardStep& g : guard_steps_)
+    steps.push_back({{"at_s", g.at_s}, {"from_mhz", g.from_mhz}, {"to_mhz", g.to_mhz}, {"time_ratio", g.time_ratio}});
+  const nlohmann::ordered_json guard = {
+      {"on", o_.guard && o_.objective == GpoeoObjective::kEnergy},
+      {"window_s", period_s_ > 0 ? GuardWindowS() : 0},
+      {"time_ratio", guard_time_ > 0 ? nlohmann::ordered_json(guard_time_) : nullptr},
+      {"energy_ratio", guard_energy_ > 0 ? nlohmann::ordered_json(guard_energy_) : nullptr},
+      {"steps", steps}};
   nlohmann::ordered_json features = nlohmann::ordered_json::object();  // by name, as the models take them
   const std::vector<std::string> names = GpoeoFeatureNames(models_.feature_set);
   for (size_t i = 0; i < features_.size() && i < names.size(); ++i) features[names[i]] = features_[i];
@@ -968,6 +1036,7 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                {"settle_s", settle_s_},
                {"settle_periods", period_s_ > 0 ? settle_s_ / period_s() : 0},
                {"phase_changes", changes},
+               {"guard", guard},
                {"idle_drops", idle_drops_}};
   if (o_.memory && mem_clocks_.empty())
     lines->push_back(
@@ -1007,6 +1076,8 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                          clocks[static_cast<size_t>(pr.clock)], 100 * (pr.energy_ratio - 1), 100 * (pr.time_ratio - 1));
     return out.empty() ? std::string("nothing") : out;
   };
+  // The search's choice, before any raise by the guard.
+  const int searched_mhz = guard_steps_.empty() ? chosen_mhz_ : guard_steps_.front().from_mhz;
   if (chosen_mhz_ > 0) {
     lines->push_back(fmt::format("gpoeo: probed {}", tried(last_probes_, clocks_)));
     if (contradiction_.first >= 0)
@@ -1020,9 +1091,19 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
     lines->push_back(
         fmt::format("gpoeo: chose {} MHz{} ({} objective): measured energy {:+.1f} %, time {:+.1f} % per period vs the "
                     "default clocks; settled after {:.1f} s ({:.0f} periods)",
-                    chosen_mhz_, chosen_mem_mhz_ > 0 ? fmt::format(", memory {} MHz", chosen_mem_mhz_) : std::string(),
+                    searched_mhz, chosen_mem_mhz_ > 0 ? fmt::format(", memory {} MHz", chosen_mem_mhz_) : std::string(),
                     ObjectiveName(o_.objective), 100 * (chosen_energy_ - 1), 100 * (chosen_time_ - 1), settle_s_,
                     settle_s_ / period_s()));
+    for (const GuardStep& g : guard_steps_)
+      lines->push_back(fmt::format(
+          "gpoeo: guard: {} MHz measured {:+.1f} % time over the last {:.0f} s of holding, over the {:g} % cap by "
+          "more than {:g} points: raised to {} MHz at {:.1f} s",
+          g.from_mhz, 100 * (g.time_ratio - 1), GuardWindowS(), 100 * o_.max_slowdown, 100 * kGuardMargin, g.to_mhz,
+          g.at_s));
+    if (guard_time_ > 0)
+      lines->push_back(
+          fmt::format("gpoeo: guard: {} MHz measures energy {:+.1f} %, time {:+.1f} % over the last {:.0f} s",
+                      chosen_mhz_, 100 * (guard_energy_ - 1), 100 * (guard_time_ - 1), GuardWindowS()));
   } else {
     lines->push_back(fmt::format("gpoeo: still {} at the end of the run", StateName(state_)));
   }

@@ -47,7 +47,7 @@ const std::vector<MethodEntry>& OnlineMethods() {
       Entry<Gpoeo, GpoeoOptions>(
           "gpoeo",
           "objective=energy|edp|ed2p,slowdown=0.05,models=DIR,sample-ms=20,probes=8,step=3,"
-          "probe-periods=10,drift=0.15,memory=0|1,memory-probes=3",
+          "probe-periods=10,drift=0.15,memory=0|1,memory-probes=3,guard=0|1",
           false,
           {Reading::kPower, Reading::kUtilization, Reading::kMemoryUtilization, Reading::kClock, Reading::kPowerLimit},
           ParseGpoeoOptions),

@@ -457,8 +457,8 @@ struct ControllerResult {
 bool RunController(const Swept& s, GpoeoOptions o, const std::string& models_dir, uint64_t seed, ControllerResult* out,
                    std::string* err) {
   o.models_dir = models_dir;
-  // The search, then 30 periods held.
-  const int iterations = GpoeoSearchBoundIterations(o, s.t0_s) + 30;
+  // The search, then a minute held (at least 30 periods): the guard's first window is 20 s.
+  const int iterations = GpoeoSearchBoundIterations(o, s.t0_s) + std::max(30, static_cast<int>(std::ceil(60 / s.t0_s)));
   sim::EngineOptions eo;
   eo.iterations = iterations;
   eo.seed = seed;

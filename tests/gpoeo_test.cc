@@ -723,6 +723,47 @@ TEST(Gpoeo, GuardRaisesAHeldClockItsLongerMeasurementPutsOverTheCap) {
   EXPECT_TRUE(probed);
 }
 
+// The job of StartsOverWhenTheIterationChanges, grown by two layers (about 8 % more time per iteration) while GPOEO
+// holds a clock: too little for the check's 15 % drift, and read against the old reference the held clock would look
+// over its cap, each raise of the clock looking so again (it walked 1260 to 1335 MHz). The guard sees the iteration
+// move by more than a probe misreads it and starts over instead.
+TEST(Gpoeo, GuardCallsAnIterationThatMovedMoreThanAProbeMisreadsAPhaseChange) {
+  std::string text, err;
+  ASSERT_TRUE(ReadFileMaybeGz(std::string(std::getenv("EMO_WORKLOADS")) + "/tp2-gpt3-1.3b-batch2-then-8-a100.json",
+                              &text, &err))
+      << err;
+  nlohmann::json spec = nlohmann::json::parse(text);
+  spec["phases"][0]["iterations"] = 320;
+  spec["phases"][0]["workload"]["model"]["batch"] = 8;
+  spec["phases"][1]["workload"]["model"]["layers"] = 26;
+  sim::Program program;
+  ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
+  SimulatedGpoeo run(program, 900, "gpoeo-sim-a100");
+  ASSERT_EQ(run.c.error(), "");
+  double second_phase_s = 0;
+  run.e.OnIterationStart([&](int it, double now) {
+    if (it == 320) second_phase_s = now * 1e-9;
+  });
+  ASSERT_TRUE(run.e.Run(&err)) << err;
+  run.c.Finish();
+  std::vector<std::string> lines;
+  nlohmann::ordered_json findings;
+  run.c.Report(&lines, &findings);
+  for (const std::string& l : lines) std::printf("%s\n", l.c_str());
+  ASSERT_EQ(run.c.phase_changes().size(), 1u);
+  const Gpoeo::PhaseChange& pc = run.c.phase_changes()[0];
+  EXPECT_GT(pc.at_s, second_phase_s);
+  EXPECT_LT(pc.at_s, second_phase_s + 2 * 20 + 10);  // within two of the guard's windows and a check
+  EXPECT_GT(pc.new_period_s / pc.old_period_s, 1.03);
+  EXPECT_EQ(run.c.state(), Gpoeo::State::kHold);
+  EXPECT_TRUE(findings["guard"]["steps"].empty());
+  EXPECT_LT(run.c.chosen_mhz(), 1410);
+  // Searched again on the grown model, whose iteration at the default clock is the new reference.
+  sim::Program grown;
+  ASSERT_TRUE(sim::BuildWorkload(spec["phases"][1]["workload"], &grown, &err)) << err;
+  EXPECT_NEAR(run.c.period_s() / (1e-9 * StaticIterationTime(grown, 0, 0)), 1, 0.02);  // ns
+}
+
 // A data-parallel GPT job on the simulated RTX 3080 Ti, whose five memory clocks GPOEO may tune.
 sim::Program MemoryJob() {
   sim::Program program;

@@ -48,7 +48,9 @@ constexpr double kMonotoneSlack = 0.02;
 constexpr double kGuardS = 20;
 constexpr double kGuardPeriods = 6;
 constexpr double kGuardMargin = 0.005;
-constexpr double kGuardRange = 0.03;  // the guard's fold: within ±3 % of the probe's period (its error ~1 %)
+// A held iteration the guard reads over this share away from its probe's is a phase change (a
+// probe's time ratio is within about 2 points of the truth where the period is read right).
+constexpr double kGuardRange = 0.03;
 
 const char* ObjectiveName(GpoeoObjective o) {
   switch (o) {
@@ -955,8 +957,16 @@ bool Gpoeo::Guard(double now_s) {
   // The period the probe measured at this clock, refined over the window (not found afresh: a
   // period of another lattice of whole readings is the phase check's business).
   const double from = now_s - window;
-  Probed held{chosen_ci_, FoldPeriod(from, chosen_period_s_, kGuardRange), 0, mem};
+  Probed held{chosen_ci_, FoldPeriod(from, chosen_period_s_, kFoldRange), 0, mem};
   held.power_w = MeanPower(from, held.period_s);
+  // An iteration that moved by more than a probe misreads it is the job's doing, not the clock's:
+  // a phase change under the check's drift (a model grown by 8 %), which the cap cannot be held to
+  // by raising the clock against the old reference.
+  if (std::abs(TruePeriod(held.period_s) / TruePeriod(chosen_period_s_) - 1) > kGuardRange) {
+    phase_changes_.push_back({now_s, chosen_period_s_, held.period_s, chosen_power_w_, held.power_w});
+    Restart(now_s);
+    return true;
+  }
   double e = kInf, t = kInf;
   Ratios(held, &e, &t);
   if (!std::isfinite(t)) return false;

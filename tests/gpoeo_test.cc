@@ -703,9 +703,8 @@ TEST(Gpoeo, GuardRaisesAHeldClockItsLongerMeasurementPutsOverTheCap) {
   auto truth = [&](int mhz) { return StaticIterationTime(program, mhz, 0) / base; };
   const auto& guard = gpoeo.findings["guard"];
   ASSERT_GE(guard["steps"].size(), 1u) << guard.dump();
-  int from = 0;
   for (const auto& step : guard["steps"]) {
-    from = step["from_mhz"];
+    const int from = step["from_mhz"];
     const double t = truth(from);
     EXPECT_GT(t, 1.055) << from << " MHz";
     EXPECT_NEAR(step["time_ratio"].get<double>(), t, 0.005) << from << " MHz";
@@ -723,10 +722,11 @@ TEST(Gpoeo, GuardRaisesAHeldClockItsLongerMeasurementPutsOverTheCap) {
   EXPECT_TRUE(probed);
 }
 
-// The job of StartsOverWhenTheIterationChanges, grown by two layers (about 8 % more time per iteration) while GPOEO
-// holds a clock: too little for the check's 15 % drift, and read against the old reference the held clock would look
-// over its cap, each raise of the clock looking so again (it walked 1260 to 1335 MHz). The guard sees the iteration
-// move by more than a probe misreads it and starts over instead.
+// The job of StartsOverWhenTheIterationChanges, grown by two layers (about 8 % more time per
+// iteration) while GPOEO holds a clock: too little for the check's 15 % drift, and read against the
+// old reference the held clock would look over its cap, each raise of the clock looking so again
+// (it walked 1260 to 1335 MHz). The guard sees the iteration move by more than a probe misreads it
+// and starts over instead.
 TEST(Gpoeo, GuardCallsAnIterationThatMovedMoreThanAProbeMisreadsAPhaseChange) {
   std::string text, err;
   ASSERT_TRUE(ReadFileMaybeGz(std::string(std::getenv("EMO_WORKLOADS")) + "/tp2-gpt3-1.3b-batch2-then-8-a100.json",

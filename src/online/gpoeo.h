@@ -198,8 +198,8 @@ class Gpoeo : public OnlineMethod {
   void Hold(double now_s);
   void Watch();  // the held clocks' measurement from their landing on (state kHold)
   void Check(double now_s);
-  // The held clock's time ratio over the guard's window; raises the clock when it breaks the cap.
-  // True when it did.
+  // The held clock's time ratio over the guard's window; raises the clock when it breaks the cap,
+  // starts over when the iteration moved. True when it did either.
   bool Guard(double now_s);
   double GuardWindowS() const;
   void LockGpu(int gpu, int mhz);

@@ -463,17 +463,25 @@ TEST(Gpoeo, ProbesReadTheAliasTheirClockProducesNotItsHalf) {
   EXPECT_TRUE(gpoeo.aliased);
 }
 
-// A job whose iteration changes mid-run (GPT-3 1.3B on two A100s, micro-batch 8 for 250
-// iterations, then 5): GPOEO settles on the first phase, finds the period changed (0.44 s at its
-// clock, then 0.28 s), starts over, and holds a clock again on the second phase.
-TEST(Gpoeo, StartsOverWhenTheIterationChanges) {
+// workloads/tp2-gpt3-1.3b-batch2-then-8-a100.json with its first phase at micro-batch 8 for
+// `first` iterations; the tests set what the second phase changes.
+void PhasedJob(int first, nlohmann::json* spec) {
   std::string text, err;
   ASSERT_TRUE(ReadFileMaybeGz(std::string(std::getenv("EMO_WORKLOADS")) + "/tp2-gpt3-1.3b-batch2-then-8-a100.json",
                               &text, &err))
       << err;
-  nlohmann::json spec = nlohmann::json::parse(text);
-  spec["phases"][0]["iterations"] = 250;
-  spec["phases"][0]["workload"]["model"]["batch"] = 8;
+  *spec = nlohmann::json::parse(text);
+  (*spec)["phases"][0]["iterations"] = first;
+  (*spec)["phases"][0]["workload"]["model"]["batch"] = 8;
+}
+
+// A job whose iteration changes mid-run (GPT-3 1.3B on two A100s, micro-batch 8 for 250
+// iterations, then 5): GPOEO settles on the first phase, finds the period changed (0.44 s at its
+// clock, then 0.28 s), starts over, and holds a clock again on the second phase.
+TEST(Gpoeo, StartsOverWhenTheIterationChanges) {
+  std::string err;
+  nlohmann::json spec;
+  ASSERT_NO_FATAL_FAILURE(PhasedJob(250, &spec));
   spec["phases"][1]["workload"]["model"]["batch"] = 5;
   sim::Program program;
   ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;
@@ -728,13 +736,9 @@ TEST(Gpoeo, GuardRaisesAHeldClockItsLongerMeasurementPutsOverTheCap) {
 // (it walked 1260 to 1335 MHz). The guard sees the iteration move by more than a probe misreads it
 // and starts over instead.
 TEST(Gpoeo, GuardCallsAnIterationThatMovedMoreThanAProbeMisreadsAPhaseChange) {
-  std::string text, err;
-  ASSERT_TRUE(ReadFileMaybeGz(std::string(std::getenv("EMO_WORKLOADS")) + "/tp2-gpt3-1.3b-batch2-then-8-a100.json",
-                              &text, &err))
-      << err;
-  nlohmann::json spec = nlohmann::json::parse(text);
-  spec["phases"][0]["iterations"] = 320;
-  spec["phases"][0]["workload"]["model"]["batch"] = 8;
+  std::string err;
+  nlohmann::json spec;
+  ASSERT_NO_FATAL_FAILURE(PhasedJob(320, &spec));
   spec["phases"][1]["workload"]["model"]["layers"] = 26;
   sim::Program program;
   ASSERT_TRUE(sim::BuildWorkload(spec, &program, &err)) << err;

@@ -941,8 +941,9 @@ void Gpoeo::Check(double now_s) {
   trace_.clear();
   ticks_ = 0;
   settle_ticks_ = 0;
-  for (Updates& u : series_) u.DropBefore(now_s - GuardWindowS());
-  for (Updates& u : energy_) u.DropBefore(now_s - GuardWindowS());
+  const double keep_from = now_s - GuardWindowS();
+  for (Updates& u : series_) u.DropBefore(keep_from);
+  for (Updates& u : energy_) u.DropBefore(keep_from);
 }
 
 double Gpoeo::GuardWindowS() const { return std::max(kGuardS, kGuardPeriods * period_s()); }

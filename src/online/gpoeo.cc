@@ -691,6 +691,13 @@ void Gpoeo::OpenProbe() {
   measure_ticks_ = static_cast<int>(std::ceil(std::max(o_.probe_periods * 1.15 * period_s_, kMinProbeS) / Dt()));
 }
 
+double Gpoeo::ShortestAbove(int clock) const {
+  double shortest = period_s_;
+  for (const Probed& q : probed_)
+    if (q.clock > clock && q.mem == search_mem_ && q.period_s > 0) shortest = std::min(shortest, q.period_s);
+  return shortest;
+}
+
 double Gpoeo::AliasPartner(double period_s) const { return 1 / (1 / update_s_ - 1 / period_s); }
 
 double Gpoeo::TruePeriod(double signal_period_s) const {
@@ -722,6 +729,12 @@ void Gpoeo::Ratios(const Probed& p, double* e, double* t) const {
         if (plausible(r)) worst = std::max(worst, r);
       if (worst > 0) *e *= worst / *t, *t = worst;
     }
+  }
+  // Through the alias, a reading past the alias branch's reach (the iteration sooner than it can
+  // be) is the iteration slowed past two updates and seen directly (Measure keeps such readings).
+  if (alias_ && !plausible(*t) && *t < 1 && plausible(p.period_s / TruePeriod(period_s_))) {
+    *e *= p.period_s / TruePeriod(period_s_) / *t;
+    *t = p.period_s / TruePeriod(period_s_);
   }
   if (!plausible(*t)) *e = *t = kInf;
 }
@@ -764,6 +777,9 @@ Gpoeo::Probed Gpoeo::Measure(int clock, int mem) const {
     const double hi = fs - f / r_min > 0 ? 1 / (fs - f / r_min) : po.t_up_bound_s;
     po.keep_min_s = std::min(po.keep_min_s, 1 / (fs - f / r_max));
     po.keep_max_s = std::max(po.keep_max_s, std::min(hi, po.t_up_bound_s));
+    // An iteration slowed past two updates leaves the alias branch (its alias would be under two
+    // updates, which detection cannot show) and is seen directly: up to r_max times its length.
+    if (r_max / f > 2 * update_s_) po.keep_max_s = std::max(po.keep_max_s, std::min(r_max / f, po.t_up_bound_s));
   }
   const GpoeoPeriod p = DetectPeriod(trace_start_s_, po);
   Probed probed{clock, 0, 0, mem};
@@ -783,8 +799,10 @@ void Gpoeo::EndProbe(double now_s) {
     // through its alias. The search starts over on the iteration's periods behind the aliases.
     alias_ = true;
     RecordAgain();
-  } else if (alias_ && GpoeoGrowthRefutesAlias(update_s_, period_s_, probed.period_s, slowest)) {
-    // And grew at another: the shrink was noise, and the readings show the iteration itself.
+  } else if (alias_ && GpoeoGrowthRefutesAlias(update_s_, ShortestAbove(probe_), probed.period_s, slowest)) {
+    // And grew at another (from the reference's, or from a probe's at a higher clock, each lower
+    // clock shrinking an alias further): the shrink was noise, or a clock above the one the default
+    // ran at (a GeForce under its power limit), and the readings show the iteration itself.
     // Through the alias, a long period (1.55 s, the alias of 0.107 s) hides the slowdown: a 3080 Ti
     // pipeline job whose first probe read 1 % shorter settled 14.8 % slower, every lower probe
     // measured as no slower, until this check.

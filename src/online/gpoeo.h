@@ -267,6 +267,9 @@ class Gpoeo : public OnlineMethod {
   // On the utilisation's updates since from_s (GpoeoUtilisationVote); sets vote_, and alias_ where it
   // voted.
   void VoteOnUtilisation(double from_s);
+  // The shortest readings' period of the reference and the probes at clocks above `clock` (at the
+  // memory clock the search runs at).
+  double ShortestAbove(int clock) const;
   // The period the readings show alike with period_s: 1/(1/update − 1/period_s).
   double AliasPartner(double period_s) const;
   // The iteration's period behind a period of the readings.

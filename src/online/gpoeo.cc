@@ -732,9 +732,10 @@ void Gpoeo::Ratios(const Probed& p, double* e, double* t) const {
   }
   // Through the alias, a reading past the alias branch's reach (the iteration sooner than it can
   // be) is the iteration slowed past two updates and seen directly (Measure keeps such readings).
-  if (alias_ && !plausible(*t) && *t < 1 && plausible(p.period_s / TruePeriod(period_s_))) {
-    *e *= p.period_s / TruePeriod(period_s_) / *t;
-    *t = p.period_s / TruePeriod(period_s_);
+  if (const double direct = p.period_s / TruePeriod(period_s_);
+      alias_ && !plausible(*t) && *t < 1 && plausible(direct)) {
+    *e *= direct / *t;
+    *t = direct;
   }
   if (!plausible(*t)) *e = *t = kInf;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csetjmp>
 #include <utility>
 #include <vector>
 
@@ -51,10 +52,28 @@ int BoundType(double lo, double hi) {
   return lo == hi ? GLP_FX : GLP_DB;
 }
 
-// Solves `p`; on a proven optimum, its objective and column values.
-bool SolveWithGlpk(const Program& p, double time_limit_s, double* objective, std::vector<double>* value,
-                   std::string* err) {
-  glp_term_out(GLP_OFF);
+// glp_intopt, or -1 where GLPK stopped on an internal error (an assertion such as glpios09.c's
+// "dx != 0.0" in pseudocost branching, which GLPK answers by aborting the process): its error hook
+// jumps back here, and the caller must then free GLPK's environment, `lp` with it. No C++ object
+// lives in this frame, so the jump skips no destructor.
+thread_local std::jmp_buf* glpk_jump = nullptr;
+void OnGlpkError(void*) { std::longjmp(*glpk_jump, 1); }
+
+int GuardedIntopt(glp_prob* lp, const glp_iocp* parm) {
+  std::jmp_buf env;
+  glpk_jump = &env;
+  glp_error_hook(OnGlpkError, nullptr);
+  if (setjmp(env) != 0) {
+    glp_error_hook(nullptr, nullptr);
+    return -1;
+  }
+  const int ret = glp_intopt(lp, parm);
+  glp_error_hook(nullptr, nullptr);
+  return ret;
+}
+
+// `p` as a GLPK problem.
+glp_prob* Load(const Program& p) {
   glp_prob* lp = glp_create_prob();
   glp_set_obj_dir(lp, GLP_MIN);
   const int nc = static_cast<int>(p.col_lo.size()), nr = static_cast<int>(p.row_lo.size());
@@ -80,28 +99,49 @@ bool SolveWithGlpk(const Program& p, double time_limit_s, double* objective, std
     }
     glp_set_mat_row(lp, r + 1, static_cast<int>(ind.size()) - 1, ind.data(), val.data());
   }
-  glp_iocp parm;
-  glp_init_iocp(&parm);
-  parm.presolve = GLP_ON;
-  parm.br_tech = GLP_BR_PCH;  // pseudocost branching
-  parm.gmi_cuts = parm.mir_cuts = parm.cov_cuts = parm.clq_cuts = GLP_ON;
-  parm.msg_lev = GLP_MSG_OFF;
-  parm.tol_int = 1e-9;  // a binary's slack times a big-M stays well under a nanosecond
-  parm.tm_lim = static_cast<int>(std::min(time_limit_s * 1e3, 2e9));
-  const int ret = glp_intopt(lp, &parm);
-  const int status = glp_mip_status(lp);
-  const bool ok = ret == 0 && status == GLP_OPT;
-  if (ok) {
-    *objective = glp_mip_obj_val(lp);
-    value->resize(nc);
-    for (int c = 0; c < nc; ++c) (*value)[c] = glp_mip_col_val(lp, c + 1);
-  } else {
-    *err = ret == GLP_ETMLIM
-               ? "GLPK found no proven optimum within " + std::to_string(time_limit_s) + " s"
-               : "GLPK failed (glp_intopt " + std::to_string(ret) + ", status " + std::to_string(status) + ")";
+  return lp;
+}
+
+// Solves `p`; on a proven optimum, its objective and column values. Pseudocost branching first;
+// where GLPK fails internally on it, again with Driebeck-Tomlin branching (GLPK's default) in the
+// time left.
+bool SolveWithGlpk(const Program& p, double time_limit_s, double* objective, std::vector<double>* value,
+                   std::string* err) {
+  const auto start = std::chrono::steady_clock::now();
+  for (const int branching : {GLP_BR_PCH, GLP_BR_DTH}) {
+    const double left_s =
+        time_limit_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    glp_term_out(GLP_OFF);  // (per try: glp_free_env resets it)
+    glp_prob* lp = Load(p);
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.presolve = GLP_ON;
+    parm.br_tech = branching;
+    parm.gmi_cuts = parm.mir_cuts = parm.cov_cuts = parm.clq_cuts = GLP_ON;
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.tol_int = 1e-9;  // a binary's slack times a big-M stays well under a nanosecond
+    parm.tm_lim = static_cast<int>(std::clamp(left_s * 1e3, 1.0, 2e9));
+    const int ret = GuardedIntopt(lp, &parm);
+    if (ret == -1) {
+      glp_free_env();  // frees lp too
+      *err = "GLPK stopped on an internal error";
+      continue;
+    }
+    const int status = glp_mip_status(lp);
+    const bool ok = ret == 0 && status == GLP_OPT;
+    if (ok) {
+      *objective = glp_mip_obj_val(lp);
+      value->resize(p.col_lo.size());
+      for (size_t c = 0; c < value->size(); ++c) (*value)[c] = glp_mip_col_val(lp, static_cast<int>(c) + 1);
+    } else {
+      *err = ret == GLP_ETMLIM
+                 ? "GLPK found no proven optimum within " + std::to_string(time_limit_s) + " s"
+                 : "GLPK failed (glp_intopt " + std::to_string(ret) + ", status " + std::to_string(status) + ")";
+    }
+    glp_delete_prob(lp);
+    return ok;
   }
-  glp_delete_prob(lp);
-  return ok;
+  return false;
 }
 
 }  // namespace

@@ -53,7 +53,8 @@ struct MipResult {
 // Solves the program for opt's budget, grid, latency, groups and minimum interval (candidates and
 // the DP's own settings are ignored). False with *err when the options are unusable (as Search,
 // and a jitter other than 0), when the predictor splits kernels at landings (not restated) or
-// GLPK finds no proven optimum within time_limit_s.
+// GLPK finds no proven optimum within time_limit_s (pseudocost branching, then GLPK's default
+// branching in the time left where GLPK stops on an internal error).
 bool SolveMip(Predictor& predictor, const SearchOptions& opt, double time_limit_s, MipResult* out, std::string* err);
 
 }  // namespace emo

@@ -56,13 +56,11 @@ int BoundType(double lo, double hi) {
 // "dx != 0.0" in pseudocost branching, which GLPK answers by aborting the process): its error hook
 // jumps back here, and the caller must then free GLPK's environment, `lp` with it. No C++ object
 // lives in this frame, so the jump skips no destructor.
-thread_local std::jmp_buf* glpk_jump = nullptr;
-void OnGlpkError(void*) { std::longjmp(*glpk_jump, 1); }
+void OnGlpkError(void* env) { std::longjmp(*static_cast<std::jmp_buf*>(env), 1); }
 
 int GuardedIntopt(glp_prob* lp, const glp_iocp* parm) {
   std::jmp_buf env;
-  glpk_jump = &env;
-  glp_error_hook(OnGlpkError, nullptr);
+  glp_error_hook(OnGlpkError, &env);
   if (setjmp(env) != 0) {
     glp_error_hook(nullptr, nullptr);
     return -1;

@@ -4,7 +4,7 @@
 // predictor splits kernels at landings (as emo optimize's does), which the program does not
 // restate: the optimum is then found by enumerating every assignment (4^(2 POINTS) passes).
 // Run: build/search_gap [SEEDS=8] [MAX_STATES=8] [POINTS=7] [LOCAL_SEARCH=0] [PAIRS=0] [BACKWARD=1] [SPLIT=0]
-//                       [GPU_DELAYS=1]
+//                       [GPU_DELAYS=1] [BY_WORK=0]
 // (points per GPU: the grid is the iteration / POINTS, rounded up to a ms; budgets 0, 0.02, 0.05, 0.2; 6-12 packs; no
 // latency or jitter, changes at every point: the settings under which the program is exact)
 #include <chrono>
@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   const bool backward = argc <= 6 || std::atoi(argv[6]) != 0;
   const bool split = argc > 7 && std::atoi(argv[7]) != 0;
   const bool gpu_delays = argc <= 8 || std::atoi(argv[8]) != 0;
+  const bool by_work = argc > 9 && std::atoi(argv[9]) != 0;
   std::printf("%4s %5s %6s %6s %10s %10s %7s %7s %7s\n", "seed", "packs", "points", "budget", "optimum_j", "search_j",
               "gap_%", split ? "enum_s" : "mip_s", "dp_s");
   double sum = 0, most = 0;
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
       o.pairs = pairs;
       o.backward = backward;
       o.gpu_delays = gpu_delays;
+      o.gpu_delays_by_work = by_work;
       MipResult m;
       SearchResult r;
       std::string err;
@@ -70,9 +72,9 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "gap over %d instances: mean %.2f %%, max %.2f %%, %d above 3 %% (max_states %d, grid: iteration / %d, local "
-      "search %s, pairs %s, backward DP %s, GPU delay states %s%s)\n",
+      "search %s, pairs %s, backward DP %s, GPU delay states %s%s%s)\n",
       n, 100 * sum / n, 100 * most, over, max_states, per_gpu, local_search ? "on" : "off", pairs ? "on" : "off",
-      backward ? "on" : "off", gpu_delays ? "on" : "off",
+      backward ? "on" : "off", gpu_delays ? "on" : "off", gpu_delays && by_work ? " by work" : "",
       split ? ", kernels split at landings, optimum by enumeration" : "");
   return 0;
 }

@@ -44,6 +44,7 @@ SearchOptions SearchOptionsOf(const OptimizeOptions& opt, const Graph& g, int gp
   so.pairs = opt.pairs;
   so.backward = !opt.no_backward;
   so.gpu_delays = !opt.no_gpu_delays;
+  so.gpu_delays_by_work = opt.gpu_delays_by_work;
   so.above_held = opt.above_held;
   so.threads = opt.search_threads;
   return so;

@@ -29,7 +29,39 @@ struct State {
   Predictor::Result result;
   Schedule schedule;                                 // of clock, the undecided points at the base clock
   std::shared_ptr<const Predictor::PassState> pass;  // the pass for schedule, for the children's RunFrom
+  std::vector<double> gpu_delay_ns;                  // with gpu_delays_by_work: per GPU, see GpuDelays
 };
+
+// Per GPU, its GPU work (kernels, collectives, copies) and when each piece finishes at the default
+// clocks: with gpu_delays_by_work, a schedule's delay on a GPU is the most any of it finishes
+// later (see dp_search.h).
+struct GpuWork {
+  std::vector<std::vector<uint32_t>> nodes;
+  std::vector<std::vector<double>> base_finish_ns;
+};
+
+GpuWork GpuWorkOf(const Predictor& predictor) {
+  const Graph& g = *predictor.input().graph;
+  Predictor::PassState pass;
+  predictor.Run(Schedule(), &pass);
+  GpuWork w;
+  w.nodes.resize(static_cast<size_t>(predictor.gpus()));
+  w.base_finish_ns.resize(w.nodes.size());
+  for (size_t v = 0; v < g.nodes(); ++v)
+    if (IsGpu(g.kind[v]) && g.rank[v] >= 0) {
+      w.nodes[g.rank[v]].push_back(static_cast<uint32_t>(v));
+      w.base_finish_ns[g.rank[v]].push_back(pass.finish_ns[v]);
+    }
+  return w;
+}
+
+std::vector<double> GpuDelays(const GpuWork& work, const Predictor::PassState& pass) {
+  std::vector<double> delay(work.nodes.size(), 0);
+  for (size_t gpu = 0; gpu < work.nodes.size(); ++gpu)
+    for (size_t i = 0; i < work.nodes[gpu].size(); ++i)
+      delay[gpu] = std::max(delay[gpu], pass.finish_ns[work.nodes[gpu][i]] - work.base_finish_ns[gpu][i]);
+  return delay;
+}
 
 // The schedule of a clock per point: per group, its points' clocks in time order, a landing where
 // the clock changes (the first point always lands, so nothing carries over from the previous
@@ -115,9 +147,10 @@ std::vector<size_t> Thin(const std::vector<size_t>& v, size_t k) {
 // Points are decided in time order, or with `backward` from the last: the two prune differently
 // (see dp_search.h). Each point's children are predicted in parallel from their parents' passes,
 // then filed in one order (parent, then candidate), so the answer does not depend on the threads.
+// `work`: each GPU's work where its delay is taken from it (gpu_delays_by_work), else null.
 State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vector<Point>& points,
             const std::vector<int>& group, int groups, const Candidates& cand, const std::vector<int>& base_clock,
-            bool backward, int threads, Counters* counters) {
+            bool backward, const GpuWork* work, int threads, Counters* counters) {
   const Predictor::Result base = predictor.base();
   const double iteration_ns = predictor.period_ns();
   const double step_ns = opt.step_ms > 0 ? opt.step_ms * 1e6 : std::min(1e6, iteration_ns / 1000);
@@ -139,6 +172,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
     if (std::any_of(base_clock.begin(), base_clock.end(), [&](int c) { return c != dc; }))
       ++counters->evaluations;  // (at the default, the predictor's base)
     counters->nodes += pass->nodes_computed;
+    if (work) s.gpu_delay_ns = GpuDelays(*work, *pass);
     s.pass = std::move(pass);
   }
   std::vector<Predictor::PassState> scratch(static_cast<size_t>(std::max(1, threads)));
@@ -150,19 +184,21 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       int clock;
       Schedule schedule;
       Predictor::Result result;
+      std::vector<double> gpu_delay_ns;
       int64_t nodes = 0;
     };
     std::vector<Child> children;
     for (size_t si = 0; si < states.size(); ++si) {
       const Allowed a = AllowedAt(points, states[si].clock, base_clock, j, backward, eps_ns);
       for (int c : cand[points[j].group])
-        if (c == a.keep || a.change) children.push_back({si, c, {}, {}, 0});
+        if (c == a.keep || a.change) children.push_back({si, c, {}, {}, {}, 0});
     }
     ParallelFor(threads, children.size(), [&](size_t i, int worker) {
       Child& ch = children[i];
       const State& parent = states[ch.parent];
       if (ch.clock == base_clock[j]) {  // at the base clock, nothing changed
         ch.result = parent.result;
+        ch.gpu_delay_ns = parent.gpu_delay_ns;
         return;
       }
       std::vector<int> clock = parent.clock;
@@ -171,9 +207,11 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       ch.result = opt.incremental ? predictor.RunFrom(ch.schedule, parent.schedule, *parent.pass, &scratch[worker])
                                   : predictor.Run(ch.schedule, &scratch[worker]);
       ch.nodes = scratch[worker].nodes_computed;
+      if (work) ch.gpu_delay_ns = GpuDelays(*work, scratch[worker]);
     });
     // Per key, the least-energy extension (the first of equals). The key is the run's delay, then
-    // with gpu_delays each GPU's (its latest finish), discretised by step_ns.
+    // with gpu_delays each GPU's (its latest finish; with gpu_delays_by_work, see GpuDelays),
+    // discretised by step_ns.
     auto bucket = [&](double delay) {
       return delay <= 0 ? int64_t{0} : static_cast<int64_t>(std::ceil(delay / step_ns - 1e-9));
     };
@@ -185,8 +223,11 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       const double delay = ch.result.end_ns - base.end_ns;
       if (delay > limit_ns) continue;
       std::vector<int64_t> key{bucket(delay)};
-      for (size_t gpu = 0; opt.gpu_delays && gpu < base.gpu_end_ns.size(); ++gpu)
-        key.push_back(bucket(ch.result.gpu_end_ns[gpu] - base.gpu_end_ns[gpu]));
+      if (work)
+        for (double d : ch.gpu_delay_ns) key.push_back(bucket(d));
+      else
+        for (size_t gpu = 0; opt.gpu_delays && gpu < base.gpu_end_ns.size(); ++gpu)
+          key.push_back(bucket(ch.result.gpu_end_ns[gpu] - base.gpu_end_ns[gpu]));
       auto it = best.find(key);
       if (it == best.end() || ch.result.energy_j < children[it->second].result.energy_j) best[key] = i;
     }
@@ -233,7 +274,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
     for (const auto& [key, i] : others) other.push_back(i);
     for (size_t i : Thin(other, k)) front.push_back(i);
     if (front.empty())  // no state within the budget: the default clocks
-      return State{std::vector<int>(points.size(), dc), base, {}, nullptr};
+      return State{std::vector<int>(points.size(), dc), base, {}, nullptr, {}};
     // The survivors, each with its pass for the next point's RunFrom (predicted again: keeping the
     // pass of every child until the front is known would take a graph's worth of memory each).
     std::vector<State> next(front.size());
@@ -244,6 +285,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       n.clock = parent.clock;
       n.clock[j] = ch.clock;
       n.result = ch.result;
+      n.gpu_delay_ns = std::move(ch.gpu_delay_ns);
       if (ch.clock == base_clock[j]) {
         n.schedule = parent.schedule;
         n.pass = parent.pass;
@@ -504,17 +546,20 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
       best_static_j = r.energy_j;
     }
   }
+  const bool by_work = opt.gpu_delays && opt.gpu_delays_by_work;
+  const GpuWork work = by_work ? GpuWorkOf(predictor) : GpuWork();
+  const GpuWork* work_p = by_work ? &work : nullptr;
   auto search = [&](const Candidates& cands) {
     std::vector<std::vector<int>> bases = {std::vector<int>(points.size(), dc)};
     if (best_static != dc) bases.push_back(std::vector<int>(points.size(), best_static));
     State best;
     for (const std::vector<int>& base : bases) {
-      State s = RunDp(predictor, opt, points, group, groups, cands, base, false, threads, &counters);
+      State s = RunDp(predictor, opt, points, group, groups, cands, base, false, work_p, threads, &counters);
       if (best.clock.empty() || s.result.energy_j < best.result.energy_j) best = std::move(s);
     }
     // Backward from the last base (the best single clock, where there is one): see dp_search.h.
     if (opt.backward) {
-      State s = RunDp(predictor, opt, points, group, groups, cands, bases.back(), true, threads, &counters);
+      State s = RunDp(predictor, opt, points, group, groups, cands, bases.back(), true, work_p, threads, &counters);
       if (s.result.energy_j < best.result.energy_j) best = std::move(s);
     }
     // Again with the undecided points at the best schedule's clocks, while that saves energy: each
@@ -523,7 +568,7 @@ bool Search(Predictor& predictor, const SearchOptions& opt, SearchResult* out, s
     for (int round = 0; round < opt.dp_rounds; ++round) {
       if (std::find(bases.begin(), bases.end(), best.clock) != bases.end()) break;
       bases.push_back(best.clock);
-      State again = RunDp(predictor, opt, points, group, groups, cands, best.clock, false, threads, &counters);
+      State again = RunDp(predictor, opt, points, group, groups, cands, best.clock, false, work_p, threads, &counters);
       if (!(again.result.energy_j < best.result.energy_j * (1 - 1e-9))) break;
       best = std::move(again);
     }

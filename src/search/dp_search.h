@@ -41,6 +41,15 @@
 // twice the states, where GPUs' delays differ: on PP-4 at 0 % 141 690 → 236 892 passes (117 →
 // 233 s on two threads) for 0.01 points of predicted saving; search_bench's TP-4, whose replicas
 // move together, 8 356 → 8 466.
+// With gpu_delays_by_work (off by default; emo optimize --gpu-delays-by-work) a GPU's delay is
+// instead the most any of its work (kernels, collectives, copies) finishes later than at the
+// default clocks. The latest finish misses slack spent before a wait: where a GPU waits for
+// another before its last kernels, states that spent its slack before the wait and states that
+// kept it end alike, and the cheaper (the one that spent it) is kept (bench/search_gap.cc's seed
+// 47 at 0 %: 4.62 % above the optimum, at it by work). On search_gap's 256 instances with kernels
+// split at landings it takes the mean gap 0.26 → 0.22 % and those over 3 % 2 → 1 (3.23 %), but it
+// keeps more states: PP-4's search at 0 % in emo bench 302 → 524 s, measured savings unchanged
+// within the seeds' spread (README).
 // A sweep over pairs of points, one clock up and the other down, can then repair what the DP's
 // pruning lost where no single change can (SearchOptions::pairs; dp_search.cc: RefinePairs).
 //
@@ -103,6 +112,8 @@ struct SearchOptions {
   int dp_rounds = 1;            // DPs more, undecided points at the best schedule so far, while they gain
   bool backward = true;         // one DP more, deciding the points from the last (see above)
   bool gpu_delays = true;       // states kept by each GPU's delay too (see above)
+  // With gpu_delays, a GPU's delay is the most any of its work finishes late (see above).
+  bool gpu_delays_by_work = false;
   std::vector<int> group;       // per GPU: its policy group; empty: every GPU its own
   std::vector<int> candidates;  // clock indices tried; empty: see max_candidates
   // Without candidates: the clocks from the predictor's LowestUsefulClock up, thinned evenly to

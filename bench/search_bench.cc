@@ -71,7 +71,8 @@ void BM_PredictionPass(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictionPass)->Unit(benchmark::kMillisecond);
 
-// Arguments: whether passes start from the change (SearchOptions::incremental), and the threads.
+// Arguments: whether passes start from the change (SearchOptions::incremental), the threads, and
+// whether states are filed by each GPU's most delayed work (SearchOptions::gpu_delays_by_work).
 void BM_Search5Percent(benchmark::State& state) {
   Fixture& f = F();
   SearchOptions o;
@@ -79,6 +80,7 @@ void BM_Search5Percent(benchmark::State& state) {
   o.group = ReplicaGroups(f.g, f.pred.gpus());
   o.incremental = state.range(0) != 0;
   o.threads = static_cast<int>(state.range(1));
+  o.gpu_delays_by_work = state.range(2) != 0;
   SearchResult r;
   for (auto _ : state) {
     std::string err;
@@ -90,10 +92,11 @@ void BM_Search5Percent(benchmark::State& state) {
   state.counters["energy_j"] = r.predicted.energy_j;  // the same answer whatever the arguments
 }
 BENCHMARK(BM_Search5Percent)
-    ->ArgNames({"incremental", "threads"})
-    ->Args({0, 1})
-    ->Args({1, 1})
-    ->Args({1, 2})
+    ->ArgNames({"incremental", "threads", "by_work"})
+    ->Args({0, 1, 0})
+    ->Args({1, 1, 0})
+    ->Args({1, 2, 0})
+    ->Args({1, 1, 1})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

@@ -424,6 +424,17 @@ check "corrupt SQLite error names the file" grep -q "bad.sqlite" "$tmp/err"
 check "missing file exits 1" test $rc -eq 1
 "$emo" analyze >/dev/null 2>&1; rc=$?
 check "missing argument exits non-zero" test $rc -ne 0
+# Budgets on the wrong scale are refused before anything runs, saying which scale: emo optimize and
+# emo bench take fractions (5 there would allow a 500 % slowdown), the online options percentages.
+"$emo" optimize --workload "$tmp/never-read.json" --budget 5 >/dev/null 2>"$tmp/err"; rc=$?
+check "optimize refuses --budget 5, a fraction is asked for" bash -c \
+  "test $rc -ne 0 && test $rc -ne 1 && grep -q \"'5' is not a fraction of the default iteration time\" '$tmp/err'"
+"$emo" bench --budgets 0.02 -0.01 >/dev/null 2>"$tmp/err"; rc=$?
+check "bench refuses a negative budget" bash -c "test $rc -ne 0 && grep -q \"'-0.01' is not a fraction\" '$tmp/err'"
+"$emo" sim --workload "$tmp/never-read.json" --adapt 500 >/dev/null 2>"$tmp/err"; rc=$?
+check "sim refuses --adapt 500, a percentage up to 100" bash -c "test $rc -ne 0 && grep -q 'is not a percentage' '$tmp/err'"
+"$emo" sim --workload "$tmp/never-read.json" --iterations 0 >/dev/null 2>"$tmp/err"; rc=$?
+check "a count of 0 is refused, saying what is asked for" bash -c "test $rc -ne 0 && grep -q \"'0' is not a number above 0\" '$tmp/err'"
 
 # emo profile: the ranges of the unique packs go to the command through $EMO_PROFILE_RANGES and its
 # results come back from $EMO_PROFILE_OUT. A stand-in for the injected profiler (a script that

@@ -2,6 +2,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <functional>
 
 #include "cli/analyze.h"
 #include "cli/bench.h"
@@ -46,6 +48,34 @@ CLI::Option* AddLowClock(CLI::App* app, int* mhz, const std::string& what) {
       ->type_name("MHZ|auto|none");
 }
 
+// A check of a number option whose message says what the option takes (CLI11's own range checks
+// print their upper limit, the largest double, in full). `name` is what --help shows.
+CLI::Validator NumberIn(const std::string& name, const std::string& what, std::function<bool(double)> ok) {
+  return CLI::Validator(
+      [what, ok](std::string& v) -> std::string {
+        size_t used = 0;
+        double x = 0;
+        try {
+          x = std::stod(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used > 0 && used == v.size() && std::isfinite(x) && ok(x)) return {};
+        return "'" + v + "' is not " + what;
+      },
+      name);
+}
+const CLI::Validator kPositive = NumberIn("POSITIVE", "a number above 0", [](double x) { return x > 0; });
+const CLI::Validator kNonNegative = NumberIn("NONNEGATIVE", "a number of 0 or more", [](double x) { return x >= 0; });
+// Slowdown budgets: `emo optimize` and `emo bench` take a fraction of the default iteration time,
+// the online options a percentage; each refuses the other's scale beyond 100 % (a budget of 5
+// meant as 5 % would otherwise allow 500 %).
+const CLI::Validator kFraction =
+    NumberIn("FRACTION", "a fraction of the default iteration time from 0 to 1 (0.05 = 5 %)",
+             [](double x) { return x >= 0 && x <= 1; });
+const CLI::Validator kPercent =
+    NumberIn("PERCENT", "a percentage from 0 to 100 (5 = 5 %)", [](double x) { return x >= 0 && x <= 100; });
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,8 +89,7 @@ int main(int argc, char** argv) {
                          "of them; one file per rank) and report replay fidelity, critical path, slack and asynchrony");
   a->add_option("traces", analyze.inputs, "trace files or directories")->required();
   a->add_flag("--json", analyze.json, "print one JSON object instead of text");
-  a->add_option("--pack-ms", analyze.pack_ms, "longest pack of kernels, ms (packing's Δmax)")
-      ->check(CLI::PositiveNumber);
+  a->add_option("--pack-ms", analyze.pack_ms, "longest pack of kernels, ms (packing's Δmax)")->check(kPositive);
 
   emo::SimOptions sim;
   CLI::App* s = app.add_subcommand("sim",
@@ -74,14 +103,14 @@ int main(int argc, char** argv) {
   s->add_option("--adapt", sim.adapt_pct,
                 "EMO online: plan from a window of iterations at default clocks (trace, packs, model, search), play "
                 "the policy, and plan again when the iteration time drifts (a phase change); the budget, %")
-      ->check(CLI::NonNegativeNumber);
-  s->add_option("--iterations", sim.iterations, "iterations to run")->check(CLI::PositiveNumber);
+      ->check(kPercent);
+  s->add_option("--iterations", sim.iterations, "iterations to run")->check(kPositive);
   s->add_option("--warmup", sim.warmup, "iterations left out of the measurement (default: 1 when there are several)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   s->add_option("--seed", sim.seed, "seed of the run-to-run noise (of the first run with --seeds)");
   s->add_option("--seeds", sim.seeds,
                 "runs with seeds S, S+1, ...: mean and spread of iteration time and energy (text and --measure)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   s->add_option("--gpu-seed", sim.gpu_seed,
                 "which simulated physical GPUs: seed of the per-GPU power and speed variation (default 0)");
   s->add_option("--kernel-seed", sim.kernel_seed,
@@ -93,7 +122,8 @@ int main(int argc, char** argv) {
                     "time, energy, slowdown and saving per clock and the best clock within each --budget")
           ->expected(0, 1);
   s->add_option("--budget", sim.budgets, "slowdown budgets, %, for --sweep-clocks' best static clock (default 0 2 5)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(kPercent);
   s->add_option("--trace", sim.trace_out, "write a Kineto JSON trace (a directory of rank-R.json for several GPUs)");
   s->add_option("--measure", sim.measure_out,
                 "write the measurement JSON (src/apply/measurement.h: window_s, energy_j, iteration_ms, per_gpu, ...)");
@@ -120,7 +150,7 @@ int main(int argc, char** argv) {
                     "$EMO_STEP_SOCKET as each begins)");
   r->add_option("--policy", run.policy, "frequency policy JSON, played at every iteration start ($EMO_STEP_SOCKET)");
   r->add_option("--lock-mhz", run.lock_mhz, "lock every job GPU at this SM clock for the whole run, then restore it")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   r->add_option("--gpus", run.gpus,
                 "the job's GPUs: indices as `emo gpus` lists them or UUIDs (GPU-...), comma-separated; EMO sets "
                 "CUDA_VISIBLE_DEVICES for the job to them (default: the GPUs $CUDA_VISIBLE_DEVICES names, else all). "
@@ -129,7 +159,7 @@ int main(int argc, char** argv) {
                 "performance guard of --policy: the allowed slowdown, % (default: the budget the policy records); "
                 "when 5 iterations in a row take longer than reference x (1 + budget + 2 %), the default clocks are "
                 "restored and the policy stops")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kPercent);
   r->add_option("--guard-reference", run.guard_reference,
                 "the guard's reference iteration time: policy (the default_iteration_ms the policy records), "
                 "measured (the median of iterations 1-5, run at default clocks before the policy starts) or auto "
@@ -146,7 +176,7 @@ int main(int argc, char** argv) {
                     "EMO online: trace the job on demand (its iterations are NVTX ranges emo.step or ProfilerStep#N, "
                     "and it reports each start at $EMO_STEP_SOCKET), plan from a window at default clocks (pack "
                     "model, search), play the plan, plan again when the iteration time drifts; budget in %")
-          ->check(CLI::NonNegativeNumber);
+          ->check(kPercent);
   r->add_option("--packs", run.packs, "with --adapt: emo profile's pack metrics of the same program")->needs(run_adapt);
   r->add_option("--profile", run.profile, "with --adapt: the device profile (default: found for the job's GPU)")
       ->needs(run_adapt);
@@ -161,16 +191,16 @@ int main(int argc, char** argv) {
       t->add_option("--iterations", trace.iterations,
                     "keep only this many steps (NVTX ranges emo.step or ProfilerStep#N) after the warm-up ones, and "
                     "the work they issued; default: the whole run. With --request: the window's steps")
-          ->check(CLI::PositiveNumber);
+          ->check(kPositive);
   t->add_flag("--on-demand", trace.on_demand,
               "trace nothing until asked: windows of steps on request (emo trace --request DIR), into DIR/window-S/");
   t->add_option("--request", trace.request,
                 "instead of a command: ask the job traced --on-demand into DIR for its next --iterations steps, "
                 "and wait for them");
   t->add_option("--timeout", trace.timeout_s, "with --request: seconds the job has for the window (default 60)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   t->add_option("--warmup", trace.warmup, "with --iterations: steps left out first (default 0)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->needs(trace_iterations);
   t->add_option("command", trace.command, "the command, after --");
 
@@ -219,14 +249,14 @@ int main(int argc, char** argv) {
                 "write the traced run as Kineto JSON (a file, or a directory of ranks)");
   o->add_option("--save-packs", opt.save_packs, "write the profiled packs' metrics (the format of emo profile)");
   o->add_option("--budget", opt.budget, "slowdown budget, a fraction of the default iteration time (0.05 = 5 %)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kFraction);
   o->add_option("--device", opt.device, "simulated device (default: the workload's)");
   o->add_option("--profile", opt.profile, "device profile JSON (default: the shipped profiles/ one for the device)");
   o->add_option("-o,--output", opt.out, "write the policy JSON (emo sim --policy, emo run --policy)");
   o->add_flag("--measure", opt.measure,
               "measure the policy, the default clocks and every static clock on fresh seeds (with -- CMD: run "
               "the job under the policy once more)");
-  o->add_option("--seeds", opt.seeds, "measurement seeds")->check(CLI::PositiveNumber);
+  o->add_option("--seeds", opt.seeds, "measurement seeds")->check(kPositive);
   o->add_option("--seed", opt.seed, "seed of the traced run (measurements use the seeds after seed+1000)");
   o->add_option("--iterations", opt.iterations,
                 "iterations per measured run, the first left out (default: enough for an 8 s window)");
@@ -234,18 +264,18 @@ int main(int argc, char** argv) {
                 "iterations traced at default clocks (with -- CMD: kept after --trace-warmup)");
   o->add_option("--trace-warmup", opt.trace_warmup,
                 "with -- CMD: trace only --trace-iterations steps after this many (default: the whole run)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   o->add_option("--backend", opt.backend, "with -- CMD: how the runs reach the GPUs, nvml or zeusd")
       ->check(CLI::IsMember({"nvml", "zeusd"}));
   o->add_option("--gpus", opt.gpus, "with -- CMD: the GPUs of the runs, as emo run --gpus");
   o->add_option("command", opt.command, "with no --workload or --trace: the job to run, after --");
   o->add_flag("!--no-check", opt.check, "trust the model: no measured check run of the searched policy");
-  o->add_option("--grid-ms", opt.grid_ms, "change points every this many ms of the iteration")
-      ->check(CLI::PositiveNumber);
-  o->add_option("--min-interval-ms", opt.min_interval_ms, "least time between two clock changes of a GPU");
-  o->add_option("--step-ms", opt.step_ms, "budget discretisation (0: min(1 ms, iteration/1000))");
-  o->add_option("--dvfs-latency-ms", opt.dvfs_latency_ms, "time a clock change takes to land");
-  o->add_option("--dvfs-jitter-ms", opt.dvfs_jitter_ms, "how much that time varies either way");
+  o->add_option("--grid-ms", opt.grid_ms, "change points every this many ms of the iteration")->check(kPositive);
+  o->add_option("--min-interval-ms", opt.min_interval_ms, "least time between two clock changes of a GPU")
+      ->check(kNonNegative);
+  o->add_option("--step-ms", opt.step_ms, "budget discretisation (0: min(1 ms, iteration/1000))")->check(kNonNegative);
+  o->add_option("--dvfs-latency-ms", opt.dvfs_latency_ms, "time a clock change takes to land")->check(kNonNegative);
+  o->add_option("--dvfs-jitter-ms", opt.dvfs_jitter_ms, "how much that time varies either way")->check(kNonNegative);
   o->add_option("--max-clocks", opt.max_clocks, "candidate clocks of the search, spread over the useful range")
       ->check(CLI::Range(2, 1000));
   o->add_option("--max-states", opt.max_states, "states the search keeps per change point")
@@ -271,8 +301,8 @@ int main(int argc, char** argv) {
               "they ran at, where the model cannot see the power controller raise them (see the README)");
   o->add_option("--search-threads", opt.search_threads,
                 "threads predicting the search's candidate schedules (0: every core; the answer is the same)")
-      ->check(CLI::NonNegativeNumber);
-  o->add_option("--pack-ms", opt.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
+      ->check(kNonNegative);
+  o->add_option("--pack-ms", opt.pack_ms, "longest pack of kernels, ms")->check(kPositive);
   AddLowClock(o, &opt.low_mhz,
               "simulated: trace the job a second time, and measure its power, with every GPU locked at this "
               "clock, so that the model learns how each pack's time and energy follow the clock (default auto: "
@@ -293,8 +323,7 @@ int main(int argc, char** argv) {
   v->add_option("--workload", val.workload, "workload spec JSON (see workloads/)")->required();
   v->add_option("--device", val.device, "simulated device (default: the workload's)");
   v->add_option("--profile", val.profile, "device profile JSON (default: the shipped profiles/ one for the device)");
-  v->add_option("--seeds", val.seeds, "measurement seeds (each policy's measurement is their mean)")
-      ->check(CLI::PositiveNumber);
+  v->add_option("--seeds", val.seeds, "measurement seeds (each policy's measurement is their mean)")->check(kPositive);
   v->add_option("--seed", val.seed, "seed of the traced run and of the random policies (measurements: seed+1000+i)");
   v->add_option("--iterations", val.iterations,
                 "iterations per measured run (the first is left out; default: enough for 8 s of measurement, at "
@@ -304,12 +333,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(3, 1000000));
   v->add_option("--clocks", val.clocks, "static clocks spread over the profile's range (the default is added)")
       ->check(CLI::Range(2, 1000));
-  v->add_option("--random", val.random_policies, "random policies")->check(CLI::NonNegativeNumber);
-  v->add_option("--change-ms", val.change_ms, "a random policy changes the clock every this many ms")
-      ->check(CLI::PositiveNumber);
+  v->add_option("--random", val.random_policies, "random policies")->check(kNonNegative);
+  v->add_option("--change-ms", val.change_ms, "a random policy changes the clock every this many ms")->check(kPositive);
   v->add_option("--dvfs-latency-ms", val.dvfs_latency_ms, "time a clock change takes to land (predicted landings)")
-      ->check(CLI::NonNegativeNumber);
-  v->add_option("--pack-ms", val.pack_ms, "longest pack of kernels, ms")->check(CLI::PositiveNumber);
+      ->check(kNonNegative);
+  v->add_option("--pack-ms", val.pack_ms, "longest pack of kernels, ms")->check(kPositive);
   AddLowClock(v, &val.low_mhz,
               "trace the job a second time, and measure its power, with every GPU locked at this clock (default "
               "auto: 70 % of the default clock; none: the model alone)");
@@ -341,15 +369,14 @@ int main(int argc, char** argv) {
                  "MODEL_DIR to write (meta.json, energy.json, time.json, corpus.json; energy_memory.json "
                  "and time_memory.json where the GPU lists several memory clocks)")
       ->required();
-  gt->add_option("--workloads", gtrain.train_workloads, "generated workloads in the training corpus")
-      ->check(CLI::PositiveNumber);
+  gt->add_option("--workloads", gtrain.train_workloads, "generated workloads in the training corpus")->check(kPositive);
   gt->add_option("--eval-workloads", gtrain.eval_workloads, "generated workloads in the held-out corpus")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   gt->add_option("--clocks", gtrain.clocks, "SM clocks swept per workload, spread over the range")
       ->check(CLI::Range(2, 1000));
   gt->add_option("--controller-eval", gtrain.controller_eval,
                  "held-out workloads to run the gpoeo controller on (0: none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   gt->add_option("--controller-options", gtrain.controller_options,
                  "the controller's options for that evaluation, as after gpoeo: (e.g. memory=1,slowdown=0.1)");
   gt->add_option("--seed", gtrain.seed, "seed of the corpus and of the simulated noise");
@@ -362,9 +389,10 @@ int main(int argc, char** argv) {
   b->add_option("--workloads", bench.workloads, "workload specs (default: a set of six from workloads/)");
   b->add_option("--methods", bench.methods,
                 "emo, static, zeus, geepafs, gpoeo, perseus (pipelines only) (default: all)");
-  b->add_option("--budgets", bench.budgets, "slowdown budgets (default 0.02 0.05; 0 for pipelines and offload)");
+  b->add_option("--budgets", bench.budgets, "slowdown budgets (default 0.02 0.05; 0 for pipelines and offload)")
+      ->check(kFraction);
   AddLowClock(b, &bench.low_mhz, "EMO's second traced run of each job, as emo optimize's (default auto)");
-  b->add_option("--seeds", bench.seeds, "measurement seeds")->check(CLI::PositiveNumber);
+  b->add_option("--seeds", bench.seeds, "measurement seeds")->check(kPositive);
   b->add_option("--json", bench.json, "write the rows as JSON");
   b->add_option("--md", bench.md, "write the table as markdown");
 
@@ -381,7 +409,7 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   pr->add_option("--clock-mhz", pred.clock_mhz, "with traces: each GPU's SM clock at default clocks, MHz")
       ->delimiter(',');
-  pr->add_option("--pack-ms", pred.pack_ms, "with traces: longest pack, ms (as profiled)")->check(CLI::PositiveNumber);
+  pr->add_option("--pack-ms", pred.pack_ms, "with traces: longest pack, ms (as profiled)")->check(kPositive);
   AddLowClock(pr, &pred.low_mhz,
               "with traces: the clock of --low-trace's run; with --workload: as emo optimize's (default auto)");
   pr->add_option("--low-trace", pred.low_traces,
@@ -392,7 +420,7 @@ int main(int argc, char** argv) {
   pr->add_option("--policy", pred.policy, "frequency policy JSON (as emo optimize writes)")->required();
   pr->add_option("--device", pred.device, "simulated device (default: the workload's)");
   pr->add_option("--profile", pred.profile, "device profile JSON (default: the shipped one)");
-  pr->add_option("--dvfs-latency-ms", pred.dvfs_latency_ms, "time a clock command takes to land");
+  pr->add_option("--dvfs-latency-ms", pred.dvfs_latency_ms, "time a clock command takes to land")->check(kNonNegative);
   pr->add_flag("--json", pred.json, "print JSON");
 
   CLI11_PARSE(app, argc, argv);

@@ -153,6 +153,25 @@ TEST(SimPhysics, EnergyLowestAtIntermediateClock) {
   EXPECT_LT(energy[best], 0.9 * energy[0]);
 }
 
+// A launch gap of days (a spec off by orders of magnitude) ends the run with an error naming the
+// iteration, at the limit of simulated time, in moments rather than as a hang on telemetry ticks;
+// a normal run is far under that limit.
+TEST(SimPhysics, AnIterationOfDaysIsAnErrorNotAHang) {
+  nlohmann::json spec = Spec("tp");
+  spec["cpu"] = {{"launch_gap_us", 1e12}};
+  Program p = Build(spec);
+  EngineOptions o;
+  o.iterations = 2;
+  Engine slow(p, o);
+  std::string err;
+  EXPECT_FALSE(slow.Run(&err));
+  EXPECT_EQ(err.rfind("iteration 1 of 2 has run for over 3600 s of simulated time", 0), 0u) << err;
+  spec["cpu"] = {{"launch_gap_us", 6}};
+  const Program q = Build(spec);
+  Engine normal(q, o);
+  EXPECT_TRUE(normal.Run(&err)) << err;
+}
+
 // Data parallel where rank 0's CPU is slow (40x the CPU time between launches): rank 1's GPU
 // finishes each bucket early and waits at the all-reduce, so lowering its clock (within that
 // slack) costs no time and saves energy.

@@ -53,6 +53,10 @@ struct EngineOptions {
   // averaging, utilisation period). A positive value overrides them for tests: every reading then
   // updates at this period from the whole period, and power is the latest sample.
   double telemetry_period_ms = 0;
+  // A run fails (Run's error says so) when an iteration, or the time before the first, passes this
+  // much simulated time: a workload whose iterations take days (a launch gap or a link speed off by
+  // orders of magnitude) is an input error, and simulating its telemetry ticks would hang.
+  double max_iteration_s = 3600;
 };
 
 class Engine {

@@ -111,6 +111,10 @@ sys.exit(0 if same and 0 < b['slowdown'] <= a['slowdown'] and abs(a['energy_savi
   check "optimize --trace without pack metrics says what it needs" bash -c "test $? -eq 1 && grep -q 'needs --packs' '$tmp/err'"
   "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --pack-ms 1 >/dev/null 2>"$tmp/err"
   check "pack metrics of another packing are refused" bash -c "test $? -eq 1 && grep -q 'same --pack-ms' '$tmp/err'"
+  "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --clock-mhz 1410,99999 \
+    --profile "$workloads/../profiles/sim-a100.json" >/dev/null 2>"$tmp/err"
+  check "a clock outside the profile names the option and the GPU" bash -c \
+    "test $? -eq 1 && grep -q \"^emo optimize: --clock-mhz: GPU 1's 99999 MHz is outside the device profile's 210-1410 MHz\" '$tmp/err'"
   # --low-trace: the same iterations traced at a locked lower clock, matched kernel by kernel.
   "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --power-w "$ot_power" --low-trace "$tmp/ot" \
     >/dev/null 2>"$tmp/err"

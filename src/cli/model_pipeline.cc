@@ -279,9 +279,17 @@ bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* 
     }
   }
   if (!(in.profile.empty() ? FindProfile("", t.trace.ranks[0].gpu_name, &t.profile, err)
-                           : LoadProfile(in.profile, &t.profile, err)) ||
-      !BuildPredictor(t.trace, t.g, t.packing, t.pp, t.profile, run, &t.predictor, &t.tables, err))
+                           : LoadProfile(in.profile, &t.profile, err)))
     return false;
+  const std::vector<int>& clocks = t.profile.clocks_mhz;
+  for (size_t gpu = 0; gpu < in.clock_mhz.size() && !clocks.empty(); ++gpu)
+    if (in.clock_mhz[gpu] < clocks.front() - 0.5 || in.clock_mhz[gpu] > clocks.back() + 0.5) {
+      *err = "--clock-mhz: GPU " + std::to_string(gpu) + "'s " + std::to_string(std::lround(in.clock_mhz[gpu])) +
+             " MHz is outside the device profile's " + std::to_string(clocks.front()) + "-" +
+             std::to_string(clocks.back()) + " MHz (" + t.profile.device + ")";
+      return false;
+    }
+  if (!BuildPredictor(t.trace, t.g, t.packing, t.pp, t.profile, run, &t.predictor, &t.tables, err)) return false;
   if (t.profile.device != t.trace.ranks[0].gpu_name)  // the user's choice, said aloud
     t.notes.push_back(in.profile + " is a profile of " + t.profile.device + ", the trace's GPU is " +
                       t.trace.ranks[0].gpu_name);

@@ -108,6 +108,37 @@ TEST(KinetoJson, NanosecondFractionsSurviveLargeEpochs) {
   EXPECT_EQ(t.ranks[0].ops[0].end_ns, 1712195495520883124LL);
 }
 
+// Counter events ("ph": "C") become one track per (process, name, first numeric arg), in the
+// order read; a counter whose "ph" follows its "args", or with no numeric arg, is left out without
+// an error (Chrome-trace writers put "ph" first).
+TEST(KinetoJson, CountersBecomeTracksPerProcessNameAndUnit) {
+  Trace t;
+  std::string err;
+  ASSERT_TRUE(Parse(R"({"traceEvents": [
+      {"ph": "C", "name": "sm_clock", "pid": 1, "ts": 10, "args": {"MHz": 1410}},
+      {"ph": "C", "name": "power", "pid": 1, "ts": 12.5, "args": {"state": "on", "W": 250.5, "V": 1}},
+      {"ph": "C", "name": "sm_clock", "pid": 0, "ts": 11, "args": {"MHz": 1200}},
+      {"ph": "C", "name": "sm_clock", "pid": 1, "ts": 30, "args": {"MHz": 1005}},
+      {"name": "sm_clock", "pid": 1, "ts": 40, "args": {"MHz": 1}, "ph": "C"},
+      {"ph": "C", "name": "label", "pid": 1, "ts": 50, "args": {"text": "x"}},
+      {"ph": "C", "name": "untimed", "pid": 1, "args": {"MHz": 1}}]})",
+                    &t, &err))
+      << err;
+  const std::vector<CounterTrack>& c = t.ranks[0].counters;
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].device, 1);
+  EXPECT_EQ(c[0].name, "sm_clock");
+  EXPECT_EQ(c[0].unit, "MHz");
+  EXPECT_EQ(c[0].t_ns, (std::vector<int64_t>{10000, 30000}));
+  EXPECT_EQ(c[0].value, (std::vector<double>{1410, 1005}));
+  EXPECT_EQ(c[1].name, "power");
+  EXPECT_EQ(c[1].unit, "W");
+  EXPECT_EQ(c[1].t_ns, (std::vector<int64_t>{12500}));
+  EXPECT_EQ(c[1].value, (std::vector<double>{250.5}));
+  EXPECT_EQ(c[2].device, 0);
+  EXPECT_EQ(c[2].value, (std::vector<double>{1200}));
+}
+
 struct BadCase {
   const char* what;
   const char* json;

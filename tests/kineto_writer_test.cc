@@ -71,6 +71,15 @@ void ExpectSameRank(const Trace& ta, const RankTrace& a, const Trace& tb, const 
     EXPECT_EQ(a.iterations[i].end_ns, b.iterations[i].end_ns);
     EXPECT_EQ(a.iterations[i].step, b.iterations[i].step);
   }
+  ASSERT_EQ(a.counters.size(), b.counters.size());
+  for (size_t i = 0; i < a.counters.size(); ++i) {
+    SCOPED_TRACE("counter " + a.counters[i].name);
+    EXPECT_EQ(a.counters[i].device, b.counters[i].device);
+    EXPECT_EQ(a.counters[i].name, b.counters[i].name);
+    EXPECT_EQ(a.counters[i].unit, b.counters[i].unit);
+    EXPECT_EQ(a.counters[i].t_ns, b.counters[i].t_ns);
+    EXPECT_EQ(a.counters[i].value, b.counters[i].value);  // exactly: the shortest exact decimal
+  }
 }
 
 const char kEscapedKernel[] = "void f<\"a\\b\">(int)\tx";  // quote, backslash, tab
@@ -149,6 +158,8 @@ Trace HandTrace() {
   r.syncs.push_back(s);
   r.iterations.push_back({T - 100, T + 100000, 3});
   r.iterations.push_back({T + 100000, T + 1140000, 4});
+  r.counters.push_back({3, "sm_clock", "MHz", {T, T + 20000001}, {1980, 1395}});
+  r.counters.push_back({3, "power", "W", {T - 50, T + 100000, T + 200000}, {312.25, 0.1 + 0.2, 1e-300}});
   r.Finish();
   t.ranks.push_back(std::move(r));
   return t;
@@ -168,6 +179,7 @@ TEST(KinetoWriter, HandTraceRoundTripsExactly) {
   EXPECT_EQ(b.ops.size(), 7u);
   EXPECT_EQ(b.syncs.size(), 5u);
   EXPECT_EQ(b.iterations.size(), 2u);
+  EXPECT_EQ(b.counters.size(), 2u);
   EXPECT_EQ(b.iterations[0].start_ns, 1712195495520883023);
   EXPECT_EQ(b.calls[0].start_ns, 1712195495520883123);
   EXPECT_EQ(back.names.Get(b.ops[0].name), kEscapedKernel);
@@ -218,7 +230,7 @@ TEST(KinetoWriter, OutputIsValidJsonWithKinetoKeys) {
   EXPECT_EQ(j["baseTimeNanoseconds"].get<int64_t>(), 1712195495000000000);
   ASSERT_TRUE(j["traceEvents"].is_array());
 
-  int flows_s = 0, flows_f = 0, syncs = 0, steps = 0, kernels = 0;
+  int flows_s = 0, flows_f = 0, syncs = 0, steps = 0, kernels = 0, clocks = 0, powers = 0;
   bool named_python = false, named_stream = false, escaped = false, replaced = false;
   for (const auto& e : j["traceEvents"]) {
     std::string ph = e["ph"], name = e.value("name", "");
@@ -237,6 +249,11 @@ TEST(KinetoWriter, OutputIsValidJsonWithKinetoKeys) {
     if (ph == "f") {
       ++flows_f;
       EXPECT_EQ(e["bp"], "e");
+    }
+    if (ph == "C") {  // Perfetto's counter tracks "sm_clock MHz" and "power W" of process "GPU 3"
+      EXPECT_EQ(e["pid"], 3);
+      clocks += name == "sm_clock" && e["args"].size() == 1 && e["args"]["MHz"].is_number();
+      powers += name == "power" && e["args"].size() == 1 && e["args"]["W"].is_number();
     }
     if (ph != "X") continue;
     std::string cat = e["cat"];
@@ -285,6 +302,8 @@ TEST(KinetoWriter, OutputIsValidJsonWithKinetoKeys) {
   EXPECT_EQ(syncs, 5);
   EXPECT_EQ(steps, 2);
   EXPECT_EQ(kernels, 5);
+  EXPECT_EQ(clocks, 2);
+  EXPECT_EQ(powers, 3);
   EXPECT_TRUE(named_python);
   EXPECT_TRUE(named_stream);
   EXPECT_TRUE(escaped);

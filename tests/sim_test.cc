@@ -153,6 +153,42 @@ TEST(SimPhysics, EnergyLowestAtIntermediateClock) {
   EXPECT_LT(energy[best], 0.9 * energy[0]);
 }
 
+// The trace carries each GPU's SM clock at its changes and its NVML power reading at each sensor
+// update (Perfetto's counter tracks): a lock at 50 ms shows on GPU 0 only, after the DVFS latency.
+TEST(SimPhysics, TraceRecordsTheClockAndPowerAsNvmlReportsThem) {
+  const Program p = Build(Spec("tp"));
+  EngineOptions o;
+  o.iterations = 40;  // 0.24 s
+  Engine e(p, o);
+  e.At(50e6, [&](double) { e.SetLockedClock(0, 1005); });
+  std::string err;
+  ASSERT_TRUE(e.Run(&err)) << err;
+  for (int gpu = 0; gpu < 2; ++gpu) {
+    SCOPED_TRACE("GPU " + std::to_string(gpu));
+    const std::vector<CounterTrack>& c = e.trace().ranks[static_cast<size_t>(gpu)].counters;
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].name + " " + c[0].unit, "sm_clock MHz");
+    EXPECT_EQ(c[1].name + " " + c[1].unit, "power W");
+    EXPECT_EQ(c[0].device, gpu);
+    ASSERT_FALSE(c[0].value.empty());
+    EXPECT_EQ(c[0].value[0], 1410);
+    const auto at_1005 = std::find(c[0].value.begin(), c[0].value.end(), 1005.0);
+    if (gpu == 1) {
+      EXPECT_EQ(at_1005, c[0].value.end());
+    } else {
+      ASSERT_NE(at_1005, c[0].value.end());
+      const int64_t landed = c[0].t_ns[static_cast<size_t>(at_1005 - c[0].value.begin())];
+      EXPECT_GE(landed, 55e6);
+      EXPECT_LE(landed, 65e6 + 1);
+      EXPECT_EQ(c[0].value.back(), 1005);
+    }
+    // A reading every 100 ms (the A100's sensor), each a positive power.
+    const double span_ms = e.end_ns() / 1e6;
+    EXPECT_NEAR(static_cast<double>(c[1].t_ns.size()), span_ms / 100, 1.5);
+    for (double w : c[1].value) EXPECT_GT(w, 0);
+  }
+}
+
 // A launch gap of days (a spec off by orders of magnitude) ends the run with an error naming the
 // iteration, at the limit of simulated time, in moments rather than as a hang on telemetry ticks;
 // a normal run is far under that limit.

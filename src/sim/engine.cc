@@ -368,6 +368,7 @@ struct Engine::State {
     g.effective_ci = ci;
     g.window_peak_ci = std::max(g.window_peak_ci, ci);
     g.effective_mhz = spec->sm_clocks_mhz[ci];
+    if (opt.record_trace) RecordCounter(gi, kClockTrack, g.effective_mhz);
     // NCCL kernels transferring now (collectives run as non-compute ops with a kernel).
     bool comm = false;
     for (const Running& r : g.running) comm |= !r.compute && r.kernel >= 0;
@@ -412,6 +413,15 @@ struct Engine::State {
   }
   void RecordSync(int32_t rank, const SyncRecord& s) {
     if (opt.record_trace) trace.ranks[static_cast<size_t>(rank)].syncs.push_back(s);
+  }
+  // GPU gi's telemetry as NVML reports it, in its rank's trace: the SM clock its work runs at,
+  // at each change, and the power reading at each sensor update.
+  static constexpr size_t kClockTrack = 0, kPowerTrack = 1;
+  void RecordCounter(int32_t gi, size_t track, double value) {
+    CounterTrack& c = trace.ranks[static_cast<size_t>(gi)].counters[track];
+    if (track == kClockTrack && !c.value.empty() && c.value.back() == value) return;
+    c.t_ns.push_back(static_cast<int64_t>(now));
+    c.value.push_back(value);
   }
   static int64_t TraceStream(int32_t local) { return 7 + local; }
 
@@ -977,6 +987,7 @@ struct Engine::State {
     double sum = 0;
     for (size_t i = 0; i < n; ++i) sum += g.power_samples[i];
     g.sample_power_w = sum / static_cast<double>(n);
+    if (opt.record_trace) RecordCounter(gi, kPowerTrack, g.sample_power_w);
     const double next = now + SensorPeriodNs();
     if (SensorWindowNs() < SensorPeriodNs())
       Push(next - SensorWindowNs(), kSensorOpen, gi);
@@ -1106,6 +1117,9 @@ struct Engine::State {
       rt.rank = static_cast<int32_t>(r);
       rt.world_size = static_cast<int32_t>(ranks);
       rt.gpu_name = spec->name + " (simulated)";
+      if (opt.record_trace)
+        rt.counters = {{static_cast<int32_t>(r), "sm_clock", "MHz", {}, {}},
+                       {static_cast<int32_t>(r), "power", "W", {}, {}}};
       for (size_t t = 0; t < rp.threads.size(); ++t) {
         ThreadState th;
         th.rank = static_cast<int32_t>(r);

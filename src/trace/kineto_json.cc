@@ -28,6 +28,9 @@ struct RawEvent {
   int64_t wait_on_stream = -1, record_corr = -1, event_id = -1;
   int64_t in_nelems = -1;
   std::string_view sync_kind, process_group, dtype;
+  // A counter event's ("ph": "C") first numeric arg, read when "ph" comes before "args".
+  std::string_view counter_key;
+  double counter_value = 0;
 };
 
 // A raw JSON token without trailing whitespace and, if it is a string, its quotes.
@@ -359,6 +362,8 @@ bool Parser::Run() {
     for (auto& c : rank_.calls) c.start_ns += base_ns_, c.end_ns += base_ns_;
     for (auto& o : rank_.ops) o.start_ns += base_ns_, o.end_ns += base_ns_;
     for (auto& it : rank_.iterations) it.start_ns += base_ns_, it.end_ns += base_ns_;
+    for (auto& c : rank_.counters)
+      for (int64_t& t : c.t_ns) t += base_ns_;
   }
   rank_.events_read = event_index_;
   rank_.Finish();
@@ -497,7 +502,18 @@ bool Parser::ParseEvent(od::object ev, RawEvent* e) {
 }
 
 bool Parser::ParseArgs(od::object args, RawEvent* e) {
+  const bool counter = e->ph == "C";
   for (auto field : args) {
+    if (counter) {  // a series per arg: the first one that is a number is kept
+      std::string_view key;
+      double value = 0;
+      if (e->counter_key.empty() && !field.unescaped_key().get(key) && !field.value().get_double().get(value) &&
+          !key.empty()) {
+        e->counter_key = key;
+        e->counter_value = value;
+      }
+      continue;
+    }
     od::raw_json_string rkey;
     EMO_TRY(field.key().get(rkey), "bad args key in event #" + std::to_string(event_index_));
     od::value v;
@@ -535,6 +551,20 @@ bool Parser::ParseArgs(od::object args, RawEvent* e) {
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 bool Parser::Store(const RawEvent& e) {
+  if (e.ph == "C") {  // a counter sample: appended to its (device, name, unit) track
+    if (!e.has_ts || e.counter_key.empty()) return true;
+    const auto device = static_cast<int32_t>(e.pid);
+    auto it = std::find_if(rank_.counters.begin(), rank_.counters.end(), [&](const CounterTrack& c) {
+      return c.device == device && c.name == e.name && c.unit == e.counter_key;
+    });
+    if (it == rank_.counters.end()) {
+      rank_.counters.push_back({device, std::string(e.name), std::string(e.counter_key), {}, {}});
+      it = rank_.counters.end() - 1;
+    }
+    it->t_ns.push_back(e.ts_ns);
+    it->value.push_back(e.counter_value);
+    return true;
+  }
   if (e.ph != "X") {
     return true;  // flows, instants, metadata: not needed for the graph
   }

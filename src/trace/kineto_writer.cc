@@ -10,6 +10,7 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
@@ -50,6 +51,14 @@ class Out {
     p[2] = static_cast<char>('0' + frac / 10 % 10);
     p[3] = static_cast<char>('0' + frac % 10);
     s_->append(buf, static_cast<size_t>(p + 4 - buf));
+    return *this;
+  }
+  // The shortest decimal that reads back as the same double; null where JSON has no number for it.
+  Out& Num(double v) {
+    if (!std::isfinite(v)) return Raw("null");
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    s_->append(buf, static_cast<size_t>(r.ptr - buf));
     return *this;
   }
   // A quoted, escaped JSON string. Invalid UTF-8 bytes become U+FFFD so the output stays valid.
@@ -167,8 +176,10 @@ void Write(const Trace& trace, const RankTrace& r, std::string_view trace_name, 
   size_t name_bytes = 0;
   for (const auto& c : r.calls) name_bytes += names.Get(c.name).size();
   for (const auto& o : r.ops) name_bytes += names.Get(o.name).size() + names.Get(o.process_group).size();
+  size_t samples = 0;
+  for (const CounterTrack& c : r.counters) samples += c.t_ns.size();
   text->reserve(1024 + name_bytes + r.calls.size() * 300 + r.ops.size() * 400 + r.syncs.size() * 400 +
-                r.iterations.size() * 200 + r.threads.size() * 200);
+                r.iterations.size() * 200 + r.threads.size() * 200 + samples * 100);
 
   // Base time: the earliest time floored to a whole second, so every ts is small.
   bool any = false;
@@ -180,6 +191,8 @@ void Write(const Trace& trace, const RankTrace& r, std::string_view trace_name, 
   for (const auto& c : r.calls) see(c.start_ns);
   for (const auto& o : r.ops) see(o.start_ns);
   for (const auto& it : r.iterations) see(it.start_ns);
+  for (const CounterTrack& c : r.counters)
+    for (int64_t t : c.t_ns) see(t);
   const int64_t base = any ? FloorTo(earliest, 1000000000) : 0;
 
   // Lookups: the first call and the first (earliest, as ops are sorted by start) op of each
@@ -274,6 +287,23 @@ void Write(const Trace& trace, const RankTrace& r, std::string_view trace_name, 
         .Raw(", \"dur\": ")
         .Micros(it.end_ns - it.start_ns)
         .Raw(", \"args\": {}}");
+
+  // Counters, each sample an event on its GPU's process (written "ph" first: the importer reads a
+  // counter's args only once it knows the event is one).
+  for (const CounterTrack& c : r.counters)
+    for (size_t i = 0; i < c.t_ns.size(); ++i)
+      begin_event()
+          .Raw("\"ph\": \"C\", \"name\": ")
+          .Str(c.name)
+          .Raw(", \"pid\": ")
+          .Int(c.device)
+          .Raw(", \"ts\": ")
+          .Micros(c.t_ns[i] - base)
+          .Raw(", \"args\": {")
+          .Str(c.unit)
+          .Raw(": ")
+          .Num(c.value[i])
+          .Raw("}}");
 
   // CPU calls, grouped by thread in thread order (stable, so each thread keeps its order), so
   // that the importer meets the threads in the order of their indices.

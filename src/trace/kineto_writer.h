@@ -18,6 +18,8 @@
 //   cuda_sync each SyncRecord, timed as the API call of the same correlation (0 if none), on
 //             pid = device, tid = stream (or -1)
 //   user_annotation  "ProfilerStep#N" per Iteration, on the first thread
+//   "ph":"C"  each CounterTrack sample on pid = its device, args {unit: value} (Perfetto's
+//             counter track "name unit", e.g. "sm_clock MHz")
 // EMO's importer (kineto_json.h) reads the result back into an identical RankTrace, except for
 // what Kineto JSON cannot carry: CallKind and GpuOp::is_comm are re-derived from the names,
 // GpuOp::collective_seq is not read, threads without calls are not recreated, negative

@@ -100,6 +100,17 @@ struct ThreadId {
   bool operator==(const ThreadId&) const = default;
 };
 
+// One GPU's reading over time (its SM clock, its power), as NVML reports it: written as Chrome-trace
+// counter events ("ph": "C", args {unit: value}), which Perfetto draws as the track "name unit"
+// beside the GPU's kernels. The simulator records them; the graph does not use them.
+struct CounterTrack {
+  int32_t device = 0;
+  std::string name;  // "sm_clock", "power"
+  std::string unit;  // "MHz", "W"
+  std::vector<int64_t> t_ns;
+  std::vector<double> value;
+};
+
 struct RankTrace {
   std::string source;       // file it came from
   int32_t rank = 0;         // distributedInfo.rank, or the file's position among the inputs
@@ -112,6 +123,7 @@ struct RankTrace {
   std::vector<GpuOp> ops;      // sorted by start after Finish()
   std::vector<SyncRecord> syncs;
   std::vector<Iteration> iterations;
+  std::vector<CounterTrack> counters;
   // Threads that ran PyTorch autograd engine work (cpu_op "autograd::engine::evaluate_function: ..."),
   // with how many such ops each ran; the graph builder names hand-offs to and from them.
   std::vector<std::pair<ThreadId, int64_t>> autograd_threads;

@@ -34,6 +34,12 @@ for f in "$traces"/HolisticTraceAnalysis/critical_path/cuda_event_sync*/event_sy
          "$traces"/HolisticTraceAnalysis/amd_trace/*.json.gz; do
   [ -f "$f" ] && gzip -dc "$f" >"$corpus/$(basename "$(dirname "$f")").json"
 done
+# Counter events (each GPU's clock and power, as EMO's writer puts them) beside a kernel and its launch.
+printf '{"traceEvents": [{"ph": "C", "name": "sm_clock", "pid": 0, "ts": 1.5, "args": {"MHz": 1410}},
+  {"ph": "C", "name": "power", "pid": 0, "ts": 2, "args": {"W": 250.5}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 3, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 6, "dur": 4, "args": {"correlation": 1, "stream": 7}}]}' \
+  >"$corpus/counters.json"
 cp workloads/*.json build-fuzz/corpus-spec/
 printf '{"gpus": [{"gpu": 0, "changes": [{"t_ms": 0, "mhz": 1410}, {"t_ms": 20, "mhz": 1065}]}]}' \
   >build-fuzz/corpus-policy/two-changes.json

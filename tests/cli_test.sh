@@ -51,6 +51,16 @@ if [ -d "$workloads" ]; then
   "$emo" analyze --json "$tmp/tr" >"$tmp/a.json" 2>/dev/null
   check "analyze of the sim trace replays within 1 %" python3 -c \
     "import json,sys; d=json.load(open('$tmp/a.json')); sys.exit(0 if abs(d['replay_error']) < 0.01 and len(d['ranks']) == 2 else 1)"
+  check "analyze summarises each GPU's clock and power counters of the sim trace" python3 -c "
+import json, sys
+d = json.load(open('$tmp/a.json'))
+ok = True
+for r, rank in enumerate(d['ranks']):
+    c = {x['name']: x for x in rank['counters']}
+    clock, power = c['sm_clock'], c['power']
+    ok &= clock['device'] == r and clock['unit'] == 'MHz' and 210 <= clock['min'] <= clock['mean'] <= clock['max'] <= 1410
+    ok &= power['unit'] == 'W' and 0 < power['min'] <= power['mean'] <= power['max'] and power['samples'] >= 2
+sys.exit(0 if ok and len(d['ranks']) == 2 else 1)"
   printf '{"gpus": [{"gpu": 0, "changes": [{"t_ms": 0, "mhz": 1005}]}, {"gpu": 1, "changes": [{"t_ms": 0, "mhz": 1005}]}]}' >"$tmp/p.json"
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 3 --policy "$tmp/p.json" --measure "$tmp/m2.json" >/dev/null 2>&1
   check "a 1005 MHz policy saves energy and costs time" python3 -c \
@@ -409,6 +419,19 @@ fi
 check "trace rejects --iterations 0" test $rc -ne 0
 "$emo" trace -o "$tmp/traces" --warmup 2 -- true >/dev/null 2>&1; rc=$?
 check "trace rejects --warmup without --iterations" test $rc -ne 0
+
+# Counters: each value held until the next sample, so 100 for 10 us, 200 for 30 us: a mean of 175.
+printf '{"traceEvents": [{"ph": "C", "name": "sm_clock", "pid": 0, "ts": 0, "args": {"MHz": 100}},
+  {"ph": "C", "name": "sm_clock", "pid": 0, "ts": 40, "args": {"MHz": 50}},
+  {"ph": "C", "name": "sm_clock", "pid": 0, "ts": 10, "args": {"MHz": 200}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 3, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 6, "dur": 4, "args": {"correlation": 1, "stream": 7}}]}' \
+  >"$tmp/counters.json"
+"$emo" analyze --json "$tmp/counters.json" >"$tmp/counters.out" 2>/dev/null
+check "analyze: a counter's mean holds each sample until the next" python3 -c "
+import json, sys
+c = json.load(open('$tmp/counters.out'))['ranks'][0]['counters']
+sys.exit(0 if len(c) == 1 and c[0]['mean'] == 175 and c[0]['min'] == 50 and c[0]['max'] == 200 and c[0]['samples'] == 3 else 1)"
 
 # Bad input: one line on stderr naming the file, non-zero exit, no crash (exit code 1, not a signal).
 printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 12' >"$tmp/truncated.json"

@@ -3,9 +3,11 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -21,11 +23,39 @@ using Json = nlohmann::ordered_json;
 
 // Everything `emo analyze` reports, computed once; the text and the JSON only render it, so both
 // show the same numbers.
+// A counter track of the trace (each GPU's SM clock and power, as EMO's traces carry them): its
+// range and its mean over the track's span, each value held until the next sample.
+struct CounterSummary {
+  int32_t device = 0;
+  std::string name, unit;
+  size_t samples = 0;
+  double min = 0, max = 0, mean = 0;
+};
+
+CounterSummary SummarizeCounter(const CounterTrack& c) {
+  CounterSummary s{c.device, c.name, c.unit, c.value.size(), 0, 0, 0};
+  if (c.value.empty()) return s;
+  std::vector<size_t> order(c.value.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return c.t_ns[a] < c.t_ns[b]; });
+  s.min = *std::min_element(c.value.begin(), c.value.end());
+  s.max = *std::max_element(c.value.begin(), c.value.end());
+  double weighted = 0, span = 0;
+  for (size_t i = 0; i + 1 < order.size(); ++i) {
+    const double dt = static_cast<double>(c.t_ns[order[i + 1]] - c.t_ns[order[i]]);
+    weighted += c.value[order[i]] * dt;
+    span += dt;
+  }
+  s.mean = span > 0 ? weighted / span : c.value[order.back()];
+  return s;
+}
+
 struct AnalyzeResult {
   struct Rank {
     int32_t rank = 0;
     std::string source, gpu;
     int64_t events = 0;
+    std::vector<CounterSummary> counters;
   };
   std::vector<Rank> ranks;  // parallel to build.ranks and analysis.ranks
   size_t nodes = 0, edges = 0;
@@ -106,6 +136,16 @@ Json ToJson(const AnalyzeResult& res) {
     Json bg = Json::array();
     for (const auto& b : br.background) bg.push_back({{"tid", b.tid}, {"calls", b.calls}, {"reason", b.reason}});
     x["background_threads"] = bg;
+    Json counters = Json::array();
+    for (const CounterSummary& c : rk.counters)
+      counters.push_back({{"device", c.device},
+                          {"name", c.name},
+                          {"unit", c.unit},
+                          {"samples", c.samples},
+                          {"min", c.min},
+                          {"max", c.max},
+                          {"mean", c.mean}});
+    x["counters"] = counters;
     ranks.push_back(x);
   }
   j["ranks"] = ranks;
@@ -187,6 +227,10 @@ void PrintText(const AnalyzeResult& res) {
         "  cross-thread hand-offs inferred {} ({} with the autograd thread), dropped {}; "
         "background threads {}\n",
         br.handoffs_inferred, br.handoffs_autograd, br.handoffs_dropped, br.background.size());
+    for (const CounterSummary& c : rk.counters)
+      fmt::print(
+          "  GPU {} {}: {:.5g}-{:.5g} {}, mean {:.5g} {} over the trace, {} samples (each held until the next)\n",
+          c.device, c.name, c.min, c.max, c.unit, c.mean, c.unit, c.samples);
   }
   if (res.ranks.size() > 1) PrintSpan("total", res.analysis.total);
   const CriticalPathStats& cp = res.analysis.critical_path;
@@ -240,7 +284,10 @@ int RunAnalyze(const AnalyzeOptions& opt) {
     fmt::print(stderr, "emo analyze: {}\n", err);
     return 1;
   }
-  for (const RankTrace& rt : trace.ranks) res.ranks.push_back({rt.rank, rt.source, rt.gpu_name, rt.events_read});
+  for (const RankTrace& rt : trace.ranks) {
+    res.ranks.push_back({rt.rank, rt.source, rt.gpu_name, rt.events_read, {}});
+    for (const CounterTrack& c : rt.counters) res.ranks.back().counters.push_back(SummarizeCounter(c));
+  }
   for (size_t r = 0; r < trace.ranks.size(); ++r)
     if (!res.build.ranks[r].no_gpu.empty())
       fmt::print(stderr, "emo analyze: {}: {}\n", trace.ranks[r].source, res.build.ranks[r].no_gpu);

@@ -74,6 +74,9 @@ bool HandOver(const OptimizeOptions& opt, const Predictor& predictor, const Sear
              base.end_ns / 1e6 / iters, sr.predicted.end_ns / 1e6 / iters, slowdown * 100, base.energy_j / iters,
              sr.predicted.energy_j / iters, saving * 100);
   fmt::print("  policy: {} clock changes per iteration{}\n", changes, opt.out.empty() ? "" : " -> " + opt.out);
+  if (!opt.out.empty() && !opt.workload.empty())
+    fmt::print("  (its clocks beside the kernels, for Perfetto: emo sim --workload {} --policy {} --trace DIR)\n",
+               opt.workload, opt.out);
   *predicted = {{"default_iteration_ms", base.end_ns / 1e6 / iters},
                 {"default_energy_j", base.energy_j / iters},
                 {"iteration_ms", sr.predicted.end_ns / 1e6 / iters},

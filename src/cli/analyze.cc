@@ -21,8 +21,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Everything `emo analyze` reports, computed once; the text and the JSON only render it, so both
-// show the same numbers.
 // A counter track of the trace (each GPU's SM clock and power, as EMO's traces carry them): its
 // range and its mean over the track's span, each value held until the next sample.
 struct CounterSummary {
@@ -50,6 +48,8 @@ CounterSummary SummarizeCounter(const CounterTrack& c) {
   return s;
 }
 
+// Everything `emo analyze` reports, computed once; the text and the JSON only render it, so both
+// show the same numbers.
 struct AnalyzeResult {
   struct Rank {
     int32_t rank = 0;

@@ -1159,7 +1159,7 @@ struct Engine::State {
       if (now - (iteration_starts.empty() ? 0 : iteration_starts.back()) > opt.max_iteration_s * 1e9) {
         *err = "iteration " + std::to_string(iteration_starts.size()) + " of " + std::to_string(opt.iterations) +
                " has run for over " + std::to_string(static_cast<int64_t>(opt.max_iteration_s)) +
-               " s of simulated time: are the workload's times (launch gap, " + "link, CPU rates) in range?";
+               " s of simulated time: are the workload's times (launch gap, link, CPU rates) in range?";
         return false;
       }
       switch (type) {

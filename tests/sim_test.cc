@@ -166,9 +166,10 @@ TEST(SimPhysics, TraceRecordsTheClockAndPowerAsNvmlReportsThem) {
   for (int gpu = 0; gpu < 2; ++gpu) {
     SCOPED_TRACE("GPU " + std::to_string(gpu));
     const std::vector<CounterTrack>& c = e.trace().ranks[static_cast<size_t>(gpu)].counters;
-    ASSERT_EQ(c.size(), 2u);
+    ASSERT_EQ(c.size(), 3u);
     EXPECT_EQ(c[0].name + " " + c[0].unit, "sm_clock MHz");
     EXPECT_EQ(c[1].name + " " + c[1].unit, "power W");
+    EXPECT_EQ(c[2].name + " " + c[2].unit, "energy J");
     EXPECT_EQ(c[0].device, gpu);
     ASSERT_FALSE(c[0].value.empty());
     EXPECT_EQ(c[0].value[0], 1410);
@@ -186,6 +187,17 @@ TEST(SimPhysics, TraceRecordsTheClockAndPowerAsNvmlReportsThem) {
     const double span_ms = e.end_ns() / 1e6;
     EXPECT_NEAR(static_cast<double>(c[1].t_ns.size()), span_ms / 100, 1.5);
     for (double w : c[1].value) EXPECT_GT(w, 0);
+    // The energy counter beside each power reading, rising to where NVML's counter stands, in J:
+    // the mean power it gives lies between the readings' least and most (each reading is the mean
+    // of the last second's samples, so they lag a lock, where the counter does not).
+    ASSERT_EQ(c[2].t_ns, c[1].t_ns);
+    ASSERT_GE(c[2].t_ns.size(), 2u);
+    EXPECT_TRUE(std::is_sorted(c[2].value.begin(), c[2].value.end()));
+    EXPECT_EQ(c[2].value.back(), e.EnergyCounterJ(gpu));
+    const double rise_w =
+        (c[2].value.back() - c[2].value.front()) / (static_cast<double>(c[2].t_ns.back() - c[2].t_ns.front()) * 1e-9);
+    EXPECT_GE(rise_w, 0.9 * *std::min_element(c[1].value.begin(), c[1].value.end()));
+    EXPECT_LE(rise_w, 1.25 * *std::max_element(c[1].value.begin(), c[1].value.end()));
   }
 }
 

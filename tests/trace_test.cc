@@ -1,7 +1,9 @@
-// trace_test.cc — API-call classification and string interning.
+// trace_test.cc — API-call classification, string interning and counter tracks' means and rates.
 #include "trace/trace.h"
 
 #include <gtest/gtest.h>
+
+#include "trace/counter_tracks.h"
 
 namespace emo {
 namespace {
@@ -36,6 +38,38 @@ TEST(Trace, InternsStrings) {
   for (int i = 0; i < 1000; ++i) t.Intern("k" + std::to_string(i));  // growth keeps old ids valid
   EXPECT_EQ(t.Get(a), "gemm");
   EXPECT_EQ(t.Intern(std::string("re") + "lu"), b);
+}
+
+// A reading holds its value until the next sample: over [0, 40] ns of 100 (0-10), 200 (10-30) and
+// 50 (30-40) the mean is (1000 + 4000 + 500) / 40; before the first sample the first value holds.
+TEST(CounterTracks, MeanHoldsEachValueUntilTheNextSample) {
+  CounterTrack c{0, "power", "W", {30, 0, 10}, {50, 100, 200}};  // as a file may order them
+  double mean = 0;
+  ASSERT_TRUE(CounterMean(c, 0, 40, &mean));
+  EXPECT_DOUBLE_EQ(mean, 137.5);
+  ASSERT_TRUE(CounterMean(c, 5, 20, &mean));
+  EXPECT_DOUBLE_EQ(mean, (100.0 * 5 + 200.0 * 10) / 15);
+  ASSERT_TRUE(CounterMean(c, -10, 5, &mean));
+  EXPECT_DOUBLE_EQ(mean, 100);
+  ASSERT_TRUE(CounterMean(c, 12, 12, &mean));
+  EXPECT_DOUBLE_EQ(mean, 200);
+  EXPECT_FALSE(CounterMean(c, 20, 10, &mean));
+  EXPECT_FALSE(CounterMean(CounterTrack{}, 0, 10, &mean));
+}
+
+// An energy counter read every 100 ms rising 25 J each time: 250 W between the first and last
+// samples inside the span, whatever it read outside it.
+TEST(CounterTracks, RateIsTheRiseBetweenTheSamplesInsideTheSpan) {
+  CounterTrack c{1, "energy", "J", {0, 100'000'000, 200'000'000, 300'000'000, 400'000'000}, {0, 35, 60, 85, 500}};
+  double w = 0, s = 0;
+  ASSERT_TRUE(CounterRate(c, 50'000'000, 300'000'000, &w, &s));
+  EXPECT_DOUBLE_EQ(w, 250);
+  EXPECT_DOUBLE_EQ(s, 0.2);
+  EXPECT_FALSE(CounterRate(c, 50'000'000, 150'000'000, &w, &s));  // one sample inside
+  RankTrace r;
+  r.counters = {c};
+  EXPECT_EQ(FindCounter(r, 1, "energy", "J"), &r.counters[0]);
+  EXPECT_EQ(FindCounter(r, 0, "energy", "J"), nullptr);
 }
 
 }  // namespace

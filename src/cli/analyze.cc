@@ -7,13 +7,13 @@
 #include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <string>
 #include <vector>
 
 #include "graph/analysis.h"
 #include "graph/builder.h"
 #include "pack/packer.h"
+#include "trace/counter_tracks.h"
 #include "trace/load.h"
 
 namespace emo {
@@ -21,30 +21,26 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// A counter track of the trace (each GPU's SM clock and power, as EMO's traces carry them): its
-// range and its mean over the track's span, each value held until the next sample.
+// A counter track of the trace (each GPU's SM clock, power and energy counter, as EMO's traces
+// carry them): its range and its mean over the track's span, each value held until the next
+// sample; for a cumulative counter in J (the energy counter), its mean rise per second instead (W).
 struct CounterSummary {
   int32_t device = 0;
   std::string name, unit;
   size_t samples = 0;
   double min = 0, max = 0, mean = 0;
+  bool cumulative = false;
+  double rate = 0, rate_s = 0;  // cumulative: the rise per second, over this many seconds
 };
 
 CounterSummary SummarizeCounter(const CounterTrack& c) {
-  CounterSummary s{c.device, c.name, c.unit, c.value.size(), 0, 0, 0};
+  CounterSummary s{c.device, c.name, c.unit, c.value.size(), 0, 0, 0, c.unit == "J", 0, 0};
   if (c.value.empty()) return s;
-  std::vector<size_t> order(c.value.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return c.t_ns[a] < c.t_ns[b]; });
+  const auto [lo, hi] = std::minmax_element(c.t_ns.begin(), c.t_ns.end());
   s.min = *std::min_element(c.value.begin(), c.value.end());
   s.max = *std::max_element(c.value.begin(), c.value.end());
-  double weighted = 0, span = 0;
-  for (size_t i = 0; i + 1 < order.size(); ++i) {
-    const double dt = static_cast<double>(c.t_ns[order[i + 1]] - c.t_ns[order[i]]);
-    weighted += c.value[order[i]] * dt;
-    span += dt;
-  }
-  s.mean = span > 0 ? weighted / span : c.value[order.back()];
+  CounterMean(c, *lo, *hi, &s.mean);
+  if (s.cumulative) CounterRate(c, *lo, *hi, &s.rate, &s.rate_s);
   return s;
 }
 
@@ -145,6 +141,11 @@ Json ToJson(const AnalyzeResult& res) {
                           {"min", c.min},
                           {"max", c.max},
                           {"mean", c.mean}});
+    for (size_t i = 0; i < rk.counters.size(); ++i)
+      if (rk.counters[i].cumulative) {
+        counters[i]["rise_per_s"] = rk.counters[i].rate;
+        counters[i]["rise_seconds"] = rk.counters[i].rate_s;
+      }
     x["counters"] = counters;
     ranks.push_back(x);
   }
@@ -228,9 +229,13 @@ void PrintText(const AnalyzeResult& res) {
         "background threads {}\n",
         br.handoffs_inferred, br.handoffs_autograd, br.handoffs_dropped, br.background.size());
     for (const CounterSummary& c : rk.counters)
-      fmt::print(
-          "  GPU {} {}: {:.5g}-{:.5g} {}, mean {:.5g} {} over the trace, {} samples (each held until the next)\n",
-          c.device, c.name, c.min, c.max, c.unit, c.mean, c.unit, c.samples);
+      if (c.cumulative)
+        fmt::print("  GPU {} {}: {:.5g}-{:.5g} {}, rising {:.5g} {}/s (W) over {:.3g} s, {} samples\n", c.device,
+                   c.name, c.min, c.max, c.unit, c.rate, c.unit, c.rate_s, c.samples);
+      else
+        fmt::print(
+            "  GPU {} {}: {:.5g}-{:.5g} {}, mean {:.5g} {} over the trace, {} samples (each held until the next)\n",
+            c.device, c.name, c.min, c.max, c.unit, c.mean, c.unit, c.samples);
   }
   if (res.ranks.size() > 1) PrintSpan("total", res.analysis.total);
   const CriticalPathStats& cp = res.analysis.critical_path;

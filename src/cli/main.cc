@@ -239,11 +239,14 @@ int main(int argc, char** argv) {
   o->add_option("--workload", opt.workload, "workload spec JSON (see workloads/)");
   o->add_option("--trace", opt.traces, "instead of --workload: a real job's trace(s) from emo trace (repeatable)");
   o->add_option("--packs", opt.packs, "with --trace: its packs' metrics from emo profile");
-  o->add_option("--power-w", opt.power_w, "with --trace: each GPU's average power at default clocks, W")
+  o->add_option("--power-w", opt.power_w,
+                "with --trace: each GPU's average power at default clocks, W (default: the traces' energy counter "
+                "or power readings)")
       ->delimiter(',');
   o->add_option("--clock-mhz", opt.clock_mhz,
                 "with --trace: each GPU's mean SM clock while the job ran at default clocks (below the default "
-                "where the power limit held it; default: the profile's default clock)")
+                "where the power limit held it; default: the traces' clock counters, else the profile's default "
+                "clock)")
       ->delimiter(',');
   o->add_option("--save-trace", opt.save_trace,
                 "write the traced run as Kineto JSON (a file, or a directory of ranks)");
@@ -311,7 +314,8 @@ int main(int argc, char** argv) {
   o->add_option("--low-trace", opt.low_traces,
                 "with --trace: the same iterations traced with every GPU locked at --low-clock (repeatable)");
   o->add_option("--low-power-w", opt.low_power_w,
-                "with --low-trace: each GPU's average power with the job locked at --low-clock, W (emo run --measure)")
+                "with --low-trace: each GPU's average power with the job locked at --low-clock, W (emo run --measure; "
+                "default: its traces' energy counter or power readings)")
       ->delimiter(',');
   o->add_option("--json", opt.json, "write the results as JSON to a file ('-': stdout)");
 
@@ -405,9 +409,12 @@ int main(int argc, char** argv) {
   pr->add_option("--workload", pred.workload, "workload spec JSON (simulated)");
   pr->add_option("traces", pred.traces, "or a real job's traces (files or directories, as emo optimize --trace)");
   pr->add_option("--packs", pred.packs, "with traces: the packs' metrics (emo profile)");
-  pr->add_option("--power-w", pred.power_w, "with traces: each GPU's average power at default clocks, W")
+  pr->add_option("--power-w", pred.power_w,
+                 "with traces: each GPU's average power at default clocks, W (default: the traces' energy counter "
+                 "or power readings)")
       ->delimiter(',');
-  pr->add_option("--clock-mhz", pred.clock_mhz, "with traces: each GPU's SM clock at default clocks, MHz")
+  pr->add_option("--clock-mhz", pred.clock_mhz,
+                 "with traces: each GPU's SM clock at default clocks, MHz (default: the traces' clock counters)")
       ->delimiter(',');
   pr->add_option("--pack-ms", pred.pack_ms, "with traces: longest pack, ms (as profiled)")->check(kPositive);
   AddLowClock(pr, &pred.low_mhz,
@@ -415,7 +422,8 @@ int main(int argc, char** argv) {
   pr->add_option("--low-trace", pred.low_traces,
                  "with traces: the same iterations traced with every GPU locked at --low-clock (repeatable)");
   pr->add_option("--low-power-w", pred.low_power_w,
-                 "with --low-trace: each GPU's average power with the job locked at --low-clock, W")
+                 "with --low-trace: each GPU's average power with the job locked at --low-clock, W (default: "
+                 "its traces' energy counter or power readings)")
       ->delimiter(',');
   pr->add_option("--policy", pred.policy, "frequency policy JSON (as emo optimize writes)")->required();
   pr->add_option("--device", pred.device, "simulated device (default: the workload's)");

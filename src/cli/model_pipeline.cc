@@ -2,6 +2,7 @@
 #include "cli/model_pipeline.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,7 @@
 
 #include "graph/replay.h"
 #include "model/pack_model.h"
+#include "trace/counter_tracks.h"
 #include "trace/load.h"
 #include "util/file.h"
 
@@ -219,14 +221,55 @@ bool ReadPackMetrics(const std::string& path, const Packing& packing, PackProfil
   return ReadFileMaybeGz(path, &text, err) && ParsePackMetrics(path, text, packing, out, err);
 }
 
+namespace {
+
+// The span of a trace's CPU calls and GPU work, every rank's (trace time).
+void TraceSpan(const Trace& trace, int64_t* from_ns, int64_t* to_ns) {
+  *from_ns = INT64_MAX, *to_ns = INT64_MIN;
+  for (const RankTrace& rt : trace.ranks) {
+    for (const CpuCall& c : rt.calls) *from_ns = std::min(*from_ns, c.start_ns), *to_ns = std::max(*to_ns, c.end_ns);
+    for (const GpuOp& o : rt.ops) *from_ns = std::min(*from_ns, o.start_ns), *to_ns = std::max(*to_ns, o.end_ns);
+  }
+}
+
+// The rank's track `name unit` of the GPU its first GPU work ran on (a rank is one GPU), or null.
+const CounterTrack* RankCounter(const RankTrace& rt, std::string_view name, std::string_view unit) {
+  return rt.ops.empty() ? nullptr : FindCounter(rt, rt.ops.front().device, name, unit);
+}
+
+}  // namespace
+
+bool PowerFromCounters(const Trace& trace, std::vector<double>* power_w, std::string* what, std::string* err) {
+  int64_t from = 0, to = 0;
+  TraceSpan(trace, &from, &to);
+  power_w->clear();
+  double least_s = 0;
+  bool readings = false;
+  for (size_t r = 0; r < trace.ranks.size(); ++r) {
+    const RankTrace& rt = trace.ranks[r];
+    double w = 0, seconds = 0;
+    if (const CounterTrack* e = RankCounter(rt, "energy", "J"); e && CounterRate(*e, from, to, &w, &seconds) && w > 0) {
+      least_s = power_w->empty() ? seconds : std::min(least_s, seconds);
+    } else if (const CounterTrack* p = RankCounter(rt, "power", "W"); p && CounterMean(*p, from, to, &w) && w > 0) {
+      readings = true;
+    } else {
+      *err =
+          rt.source + ": no energy counter or power readings of its GPU (emo trace records them where NVML reads them)";
+      return false;
+    }
+    power_w->push_back(w);
+  }
+  *what = readings ? "the power readings over the trace"
+                   : fmt::format("the energy counter over {:.2f} s of the trace", least_s);
+  return true;
+}
+
 bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* err) {
-  if (in.packs.empty() || in.power_w.empty()) {
-    *err =
-        "a trace needs --packs (from emo profile) and --power-w (each GPU's average power at default clocks, from "
-        "emo run --measure)";
+  if (in.packs.empty()) {
+    *err = "a trace needs --packs (from emo profile)";
     return false;
   }
-  if (!in.clock_mhz.empty() && in.clock_mhz.size() != in.power_w.size()) {
+  if (!in.clock_mhz.empty() && !in.power_w.empty() && in.clock_mhz.size() != in.power_w.size()) {
     *err = "--clock-mhz and --power-w give one value per GPU each";
     return false;
   }
@@ -244,7 +287,8 @@ bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* 
     *err = "--low-trace and --low-clock MHZ go together: the traces of a run with every GPU locked at that clock";
     return false;
   }
-  if (!in.low_power_w.empty() && (in.low_traces.empty() || in.low_power_w.size() != in.power_w.size())) {
+  if (!in.low_power_w.empty() &&
+      (in.low_traces.empty() || (!in.power_w.empty() && in.low_power_w.size() != in.power_w.size()))) {
     *err = "--low-power-w goes with --low-trace, one value per GPU as --power-w";
     return false;
   }
@@ -261,6 +305,38 @@ bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* 
       !GraphAndPacks(t.trace, in.pack_ms, &t.g, &t.report, &t.packing, err) ||
       !ReadPackMetrics(in.packs, t.packing, &t.pp, err))
     return false;
+  // Where not given, each GPU's power and clock as the traces' counter tracks show them.
+  if (run.power_w.empty()) {
+    std::string what;
+    if (!PowerFromCounters(t.trace, &run.power_w, &what, err)) {
+      *err += "; give each GPU's average power at default clocks with --power-w (emo run --measure)";
+      return false;
+    }
+    t.notes.push_back(
+        fmt::format("each GPU's power at default clocks from {}: {:.1f} W (--power-w from a run of "
+                    "several seconds, emo run --measure, is steadier)",
+                    what, fmt::join(run.power_w, ", ")));
+  }
+  if (!in.clock_mhz.empty() && in.clock_mhz.size() != run.power_w.size()) {
+    *err = "--clock-mhz gives " + std::to_string(in.clock_mhz.size()) + " clocks, the trace has " +
+           std::to_string(run.power_w.size()) + " GPUs";
+    return false;
+  }
+  if (in.clock_mhz.empty()) {
+    for (const RankTrace& rt : t.trace.ranks) {
+      const CounterTrack* c = RankCounter(rt, "sm_clock", "MHz");
+      if (!c) {
+        run.clock_samples.clear();
+        break;
+      }
+      run.clock_samples.emplace_back();
+      for (size_t i = 0; i < c->t_ns.size(); ++i)
+        run.clock_samples.back().push_back({static_cast<double>(c->t_ns[i] - t.g.origin_ns), c->value[i]});
+      std::sort(run.clock_samples.back().begin(), run.clock_samples.back().end());
+    }
+    if (!run.clock_samples.empty()) t.notes.push_back("each GPU's SM clock from the traces' clock counters");
+  }
+  t.power_w = run.power_w;
   if (in.low_mhz > 0) {
     std::vector<std::string> files;
     Trace low;
@@ -276,6 +352,10 @@ bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* 
     } else {
       run.low.mhz = t.low_mhz = in.low_mhz;
       run.low_power_w = in.low_power_w;
+      std::string what, why;
+      if (run.low_power_w.empty() && PowerFromCounters(low, &run.low_power_w, &what, &why))
+        t.notes.push_back(fmt::format("each GPU's power at {} MHz from {} of --low-trace: {:.1f} W", in.low_mhz, what,
+                                      fmt::join(run.low_power_w, ", ")));
     }
   }
   if (!(in.profile.empty() ? FindProfile("", t.trace.ranks[0].gpu_name, &t.profile, err)

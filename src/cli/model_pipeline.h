@@ -105,10 +105,18 @@ struct TracePipeline {
   Predictor predictor;
   PackTables tables;
   int low_mhz = 0;                 // the low clock the model took (0: none)
+  std::vector<double> power_w;     // per GPU: its power at default clocks, given or from the counters
   std::vector<std::string> notes;  // what the user should know: a profile of another GPU, low traces left out
 };
+// Per rank, its GPU's mean power over the trace's span from the rank's counter tracks of the GPU
+// its work ran on: the energy counter's rise between its samples, else the power readings' mean.
+// *what says which (and over how long). False with *err naming the first rank with neither.
+bool PowerFromCounters(const Trace& trace, std::vector<double>* power_w, std::string* what, std::string* err);
+
 // Loads and checks the inputs and builds the predictor; false with *err saying what is missing
-// or wrong (its options named as the commands spell them).
+// or wrong (its options named as the commands spell them). Without power_w (clock_mhz, the low
+// run's power), each GPU's comes from the traces' counter tracks (PowerFromCounters; the SM-clock
+// samples), where they have them.
 bool BuildTracePipeline(const TraceInputs& in, TracePipeline* out, std::string* err);
 
 // The metrics file of `emo profile`: {"packs": [{"pack": P, "kernels": K, "metrics": {...}}], ...}.

@@ -143,6 +143,7 @@ int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = n
                               {"budget", opt.budget},
                               {"energy_scale", tp.predictor.energy_scale()},
                               {"low_clock_mhz", tp.low_mhz},
+                              {"default_power_w", tp.power_w},
                               {"held_ceiling_mhz", ReportHeld(sr, tp.profile.clocks_mhz)}};
   if (!HandOver(opt, tp.predictor, sr, &policy, &j["predicted"], &err)) return fail(err);
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));

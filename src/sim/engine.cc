@@ -415,8 +415,8 @@ struct Engine::State {
     if (opt.record_trace) trace.ranks[static_cast<size_t>(rank)].syncs.push_back(s);
   }
   // GPU gi's telemetry as NVML reports it, in its rank's trace: the SM clock its work runs at,
-  // at each change, and the power reading at each sensor update.
-  static constexpr size_t kClockTrack = 0, kPowerTrack = 1;
+  // at each change, and the power reading and the energy counter at each sensor update.
+  static constexpr size_t kClockTrack = 0, kPowerTrack = 1, kEnergyTrack = 2;
   void RecordCounter(int32_t gi, size_t track, double value) {
     CounterTrack& c = trace.ranks[static_cast<size_t>(gi)].counters[track];
     if (track == kClockTrack && !c.value.empty() && c.value.back() == value) return;
@@ -987,7 +987,10 @@ struct Engine::State {
     double sum = 0;
     for (size_t i = 0; i < n; ++i) sum += g.power_samples[i];
     g.sample_power_w = sum / static_cast<double>(n);
-    if (opt.record_trace) RecordCounter(gi, kPowerTrack, g.sample_power_w);
+    if (opt.record_trace) {
+      RecordCounter(gi, kPowerTrack, g.sample_power_w);
+      RecordCounter(gi, kEnergyTrack, g.reported_energy_j);
+    }
     const double next = now + SensorPeriodNs();
     if (SensorWindowNs() < SensorPeriodNs())
       Push(next - SensorWindowNs(), kSensorOpen, gi);
@@ -1119,7 +1122,8 @@ struct Engine::State {
       rt.gpu_name = spec->name + " (simulated)";
       if (opt.record_trace)
         rt.counters = {{static_cast<int32_t>(r), "sm_clock", "MHz", {}, {}},
-                       {static_cast<int32_t>(r), "power", "W", {}, {}}};
+                       {static_cast<int32_t>(r), "power", "W", {}, {}},
+                       {static_cast<int32_t>(r), "energy", "J", {}, {}}};
       for (size_t t = 0; t < rp.threads.size(); ++t) {
         ThreadState th;
         th.rank = static_cast<int32_t>(r);

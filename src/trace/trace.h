@@ -100,13 +100,15 @@ struct ThreadId {
   bool operator==(const ThreadId&) const = default;
 };
 
-// One GPU's reading over time (its SM clock, its power), as NVML reports it: written as Chrome-trace
-// counter events ("ph": "C", args {unit: value}), which Perfetto draws as the track "name unit"
-// beside the GPU's kernels. The simulator records them; the graph does not use them.
+// One GPU's reading over time, as NVML reports it: its SM clock ("sm_clock", MHz), its power
+// ("power", W) and its energy counter ("energy", J, cumulative). Written as Chrome-trace counter
+// events ("ph": "C", args {unit: value}), which Perfetto draws as the track "name unit" beside the
+// GPU's kernels. The simulator and libemo_inject.so record them; the graph does not use them, but
+// `emo optimize --trace` takes each GPU's power and clock from them where not given.
 struct CounterTrack {
   int32_t device = 0;
-  std::string name;  // "sm_clock", "power"
-  std::string unit;  // "MHz", "W"
+  std::string name;
+  std::string unit;
   std::vector<int64_t> t_ns;
   std::vector<double> value;
 };

@@ -53,6 +53,28 @@ PY
     else
       fail "emo analyze of the CUDA trace"
     fi
+    # NVML's clock, power and energy counter beside the kernels, on CUPTI's clock: every sample
+    # within 2 s of the kernels' span and some inside it, in plausible units.
+    python3 - "$out/trace-cuda" <<'PY' && pass "counter tracks on the kernels' clock" || fail "counter tracks on the kernels' clock"
+import glob, json, sys
+d = json.load(open(sorted(glob.glob(sys.argv[1] + "/emo-trace-*.json"))[0]))
+ev = d["traceEvents"]
+k = [e for e in ev if e.get("cat") == "kernel"]
+a, b = min(e["ts"] for e in k), max(e["ts"] + e["dur"] for e in k)
+c = {}
+for e in ev:
+    if e.get("ph") == "C":
+        c.setdefault(e["name"], []).append((e["ts"], list(e["args"].values())[0]))
+for name, s in c.items():
+    print(name, len(s), "samples", min(v for _, v in s), "-", max(v for _, v in s), "inside the kernels' span:",
+          sum(a <= t <= b for t, _ in s))
+ok = set(c) >= {"sm_clock", "power", "energy"} and all(a - 2e6 <= t <= b + 2e6 for s in c.values() for t, _ in s)
+ok = ok and any(a <= t <= b for t, _ in c["power"]) and all(100 <= v <= 4000 for _, v in c["sm_clock"])
+e = sorted(c["energy"])
+w = (e[-1][1] - e[0][1]) / ((e[-1][0] - e[0][0]) * 1e-6) if e[-1][0] > e[0][0] else 0
+print(f"energy counter: {w:.1f} W over {(e[-1][0] - e[0][0]) * 1e-6:.2f} s")
+sys.exit(0 if ok and 10 < w < 2000 else 1)
+PY
     # The pack profiler: the same program again under CUPTI range profiling of its unique packs
     # (one Fma kernel, one Scale kernel), checked against the work the kernels do.
     if timeout 180 "$emo" profile --trace "$out/trace-cuda" -o "$out/profile-cuda.json" -- "$out/two_streams" 20 \

@@ -352,6 +352,11 @@ if [ -f "$(dirname "$emo")/libemo_inject.so" ]; then
   "$emo" trace -o "$tmp/traces" --warmup 2 --iterations 3 -- \
     sh -c 'echo "$EMO_TRACE_WARMUP $EMO_TRACE_ITERATIONS" >"$0"' "$tmp/window" >/dev/null 2>&1
   check "trace hands --warmup and --iterations to the injection library" test "$(cat "$tmp/window")" = "2 3"
+  "$emo" trace -o "$tmp/traces" -- sh -c 'echo "$EMO_TRACE_COUNTERS_MS" >"$0"' "$tmp/cms" >/dev/null 2>&1
+  "$emo" trace -o "$tmp/traces" --counters-ms 0 -- sh -c 'echo "$EMO_TRACE_COUNTERS_MS" >>"$0"' "$tmp/cms" \
+    >/dev/null 2>&1
+  check "trace hands --counters-ms (20 by default, 0: none) to the injection library" \
+    test "$(tr '\n' ' ' <"$tmp/cms")" = "20 0 "
   # NCCL's profiler plugin: EMO's, beside emo, unless the user named one (kept, with a note).
   env -u NCCL_PROFILER_PLUGIN "$emo" trace -o "$tmp/traces" -- sh -c 'echo "$NCCL_PROFILER_PLUGIN" >"$0"' \
     "$tmp/plugin" >/dev/null 2>&1

@@ -1,5 +1,6 @@
 // iteration_window_test.cc — KeepIterationWindow on a hand-made rank: which calls, GPU ops, syncs
-// and iterations stay (worked out by hand below), and the error when the run is too short.
+// iterations and counter samples stay (worked out by hand below), and the error when the run is too
+// short.
 #include "trace/iteration_window.h"
 
 #include <gtest/gtest.h>
@@ -56,6 +57,23 @@ TEST(IterationWindow, KeepsTheStepsAndTheWorkTheyIssued) {
   // Of the kernels cut, step 0's was launched before the window and step 3's after it.
   EXPECT_TRUE(r.windowed);
   EXPECT_EQ(r.kernels_before, 1);
+}
+
+// A clock read every 40 ns from 0: the window's work spans [100, 320] (step 2's kernel ends at
+// 320), so the samples at 120-320 stay, with the one at 80 in force as the window begins.
+TEST(IterationWindow, CounterTracksKeepTheWindowsSpanAndTheValueInForceAtItsStart) {
+  RankTrace r = FourSteps();
+  CounterTrack clock{0, "sm_clock", "MHz", {}, {}};
+  for (int64_t t = 400; t >= 0; t -= 40) {  // in reverse, as a file may order them
+    clock.t_ns.push_back(t);
+    clock.value.push_back(static_cast<double>(1000 + t));
+  }
+  r.counters = {clock, CounterTrack{0, "power", "W", {350}, {250}}};
+  std::string err;
+  ASSERT_TRUE(KeepIterationWindow(&r, 1, 2, &err)) << err;
+  EXPECT_EQ(r.counters[0].t_ns, (std::vector<int64_t>{80, 120, 160, 200, 240, 280, 320}));
+  EXPECT_EQ(r.counters[0].value, (std::vector<double>{1080, 1120, 1160, 1200, 1240, 1280, 1320}));
+  EXPECT_TRUE(r.counters[1].t_ns.empty());  // its one sample came after the window
 }
 
 TEST(IterationWindow, TooFewStepsLeaveTheRankAsItWas) {

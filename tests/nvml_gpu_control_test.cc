@@ -1,6 +1,7 @@
 // nvml_gpu_control_test.cc — the NVML back end against a fake libnvidia-ml (fake_nvml.cc) that
 // answers with NVML's codes and units: enumeration, unit conversion, clock and power-limit
-// commands, refusals and lost GPUs reported by name, and everything restored on destruction.
+// commands, refusals and lost GPUs reported by name, and everything restored on destruction; and
+// the counter recorder of traced processes (counter_recorder.h) over it.
 #include "apply/nvml_gpu_control.h"
 
 #include <dlfcn.h>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <thread>
 
+#include "apply/counter_recorder.h"
 #include "fake_nvml.h"
 
 namespace emo {
@@ -189,6 +191,43 @@ TEST_F(Nvml, MissingLibraryIsAClearError) {
   std::string err;
   EXPECT_EQ(NvmlGpuControl::Open(&err, "/nonexistent/libnvidia-ml.so.1"), nullptr);
   EXPECT_EQ(err.rfind("cannot load /nonexistent/libnvidia-ml.so.1 (is an NVIDIA driver installed?)", 0), 0u) << err;
+}
+
+// The traced process's CUDA devices meet NVML's GPUs by UUID (CUDA's 16 bytes spelled as NVML
+// spells them): its device 0 is NVML's GPU 1, its device 1 a MIG instance NVML does not list. Each
+// sample reads the clock (kept where it changed), the power and the energy counter in the
+// trace's units; a lost GPU's refused readings are left out.
+TEST_F(Nvml, CounterRecorderSamplesTheTracedDevicesByUuid) {
+  auto c = Open();
+  ASSERT_NE(c, nullptr);
+  const unsigned char gpu1[16] = {0xfa, 0x4e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  EXPECT_EQ(GpuUuidString(gpu1), "GPU-fa4e0000-0000-0000-0000-000000000001");
+  CounterRecorder rec(c.get(), {GpuUuidString(gpu1), "MIG-0a1b"});
+  EXPECT_EQ(rec.matched(), 1u);
+  EXPECT_EQ(rec.unmatched(), (std::vector<std::string>{"MIG-0a1b"}));
+  rec.Sample(100);
+  fake_->gpus[1].power_mw = 300000;
+  fake_->gpus[1].energy_mj += 30000;
+  rec.Sample(200);
+  fake_->gpus[1].sm_mhz = 1005;
+  fake_->gpus[1].lost = true;
+  rec.Sample(300);  // every reading refused
+  fake_->gpus[1].lost = false;
+  rec.Sample(400);
+  const std::vector<CounterTrack> t = rec.Tracks();
+  ASSERT_EQ(t.size(), 3u);
+  for (const CounterTrack& x : t) EXPECT_EQ(x.device, 0);
+  EXPECT_EQ(t[0].name + " " + t[0].unit, "sm_clock MHz");
+  EXPECT_EQ(t[0].t_ns, (std::vector<int64_t>{100, 400}));
+  EXPECT_EQ(t[0].value, (std::vector<double>{1410, 1005}));
+  EXPECT_EQ(t[1].name + " " + t[1].unit, "power W");
+  EXPECT_EQ(t[1].t_ns, (std::vector<int64_t>{100, 200, 400}));
+  EXPECT_EQ(t[1].value, (std::vector<double>{250.5, 300, 300}));
+  EXPECT_EQ(t[2].name + " " + t[2].unit, "energy J");
+  ASSERT_EQ(t[2].value.size(), 3u);
+  EXPECT_DOUBLE_EQ(t[2].value[1] - t[2].value[0], 30);
+  rec.KeepLatestOnly();
+  for (const CounterTrack& x : rec.Tracks()) EXPECT_EQ(x.t_ns, (std::vector<int64_t>{400}));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // watchdog.cc — the watchdog process: reads what EMO changed until the pipe closes, then restores it
-// through NVML or zeusd.
+// through NVML or zeusd. (What EMO tells it is in watchdog_messages.cc.)
 #include "apply/watchdog.h"
 
 #include <fcntl.h>
@@ -119,26 +119,6 @@ bool Watchdog::Start(std::string* err) {
   close(fds[0]);
   fd_ = fds[1];
   return true;
-}
-
-void Watchdog::Send(const std::string& line) {
-  if (fd_ < 0) return;
-  // Lines are short, so each write is atomic; a watchdog that is gone must not kill EMO (SIGPIPE).
-  const sighandler_t old = signal(SIGPIPE, SIG_IGN);
-  if (write(fd_, line.data(), line.size()) < 0) {
-    close(fd_);
-    fd_ = -1;
-  }
-  signal(SIGPIPE, old);
-}
-
-void Watchdog::Locked(int gpu) { Send(fmt::format("lock {}\n", gpu)); }
-void Watchdog::LimitChanged(int gpu, unsigned int original_mw) { Send(fmt::format("limit {} {}\n", gpu, original_mw)); }
-void Watchdog::Zeusd(const std::string& socket_path) { Send("zeusd " + socket_path + "\n"); }
-void Watchdog::Done() { Send("done\n"); }
-
-Watchdog::~Watchdog() {
-  if (fd_ >= 0) close(fd_);
 }
 
 }  // namespace emo

@@ -202,6 +202,10 @@ int main(int argc, char** argv) {
   t->add_option("--warmup", trace.warmup, "with --iterations: steps left out first (default 0)")
       ->check(kNonNegative)
       ->needs(trace_iterations);
+  t->add_option("--counters-ms", trace.counters_ms,
+                "read each GPU's SM clock, power and energy counter from NVML this often into the trace, as "
+                "counter tracks (Perfetto; emo optimize --trace takes power and clock from them); 0: never")
+      ->check(kNonNegative);
   t->add_option("command", trace.command, "the command, after --");
 
   emo::ProfileOptions prof;

@@ -2,7 +2,7 @@
 // emo binary, or $EMO_INJECT_LIBRARY), NCCL_PROFILER_PLUGIN to libemo_nccl_profiler.so (unless the
 // user set it) and EMO_TRACE_DIR to the output directory, runs the command and lists the trace
 // files it wrote. --warmup M --iterations N reach the library as EMO_TRACE_WARMUP and
-// EMO_TRACE_ITERATIONS.
+// EMO_TRACE_ITERATIONS, --counters-ms as EMO_TRACE_COUNTERS_MS.
 #include "cli/trace.h"
 
 #include <fmt/core.h>
@@ -94,6 +94,7 @@ int RunTrace(const TraceOptions& opt) {
   const auto started = fs::file_time_type::clock::now();
   setenv("CUDA_INJECTION64_PATH", fs::absolute(library).c_str(), 1);
   setenv("EMO_TRACE_DIR", dir.c_str(), 1);  // and the NCCL plugin's records, of the whole run
+  setenv("EMO_TRACE_COUNTERS_MS", std::to_string(opt.counters_ms).c_str(), 1);
   if (opt.on_demand) {
     setenv(kTraceControlEnv, dir.c_str(), 1);
     fmt::print(stderr, "emo trace: tracing on demand: emo trace --request {} --iterations N\n", dir.string());

@@ -16,6 +16,7 @@ struct TraceOptions {
   bool on_demand = false;            // record nothing until `emo trace --request out_dir` asks
   std::string request;               // instead of a command: ask the job traced on demand in this directory
   double timeout_s = 60;             // with request: how long the processes may take
+  int counters_ms = 20;              // NVML's clock, power and energy read this often into the trace; 0: never
 };
 
 // Returns the command's exit status (128+N when signal N ended it), or 1 when EMO itself failed

@@ -8,7 +8,11 @@
 // EmoTraceRecording, records only during them). With $EMO_TRACE_CONTROL set it records
 // nothing until asked, then windows of iterations on request (trace/trace_control.h). Errors go to
 // stderr as one line each and never stop the traced program. With $EMO_PROFILE_RANGES set it
-// profiles kernel ranges instead of tracing (pack_profiler.h).
+// profiles kernel ranges instead of tracing (pack_profiler.h). Every $EMO_TRACE_COUNTERS_MS (20
+// unless set; 0: never) a thread reads each CUDA device's SM clock, power and energy counter from
+// NVML (dlopen'ed: none without a driver) into counter tracks of the trace, stamped with CUPTI's
+// clock, the records' own (apply/counter_recorder.h).
+#include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
 #include <fmt/core.h>
@@ -19,8 +23,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -29,6 +35,8 @@
 #include <thread>
 #include <vector>
 
+#include "apply/counter_recorder.h"
+#include "apply/nvml_gpu_control.h"
 #include "inject/pack_profiler.h"
 #include "trace/cupti_records.h"
 #include "trace/iteration_window.h"
@@ -100,11 +108,110 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
   std::free(buffer);
 }
 
+// With --warmup and --iterations a callback (OnNvtx, below) counts the steps as they begin, so that the
+// NCCL plugin in this process records only during the window's steps (EmoTraceRecording, below).
+struct NcclGate {
+  int64_t warmup = 0, count = 0;
+  std::atomic<int64_t> steps{0};
+  std::atomic<bool> counting{false};  // the callback is subscribed
+};
+NcclGate g_gate;
+
+// ---- Counters: each CUDA device's clock, power and energy from NVML, as counter tracks ----
+struct Counters {
+  std::chrono::milliseconds period{20};
+  std::thread thread;
+  std::mutex mu;  // with wake: stop promptly
+  std::condition_variable wake;
+  bool stop = false;
+  std::unique_ptr<emo::NvmlGpuControl> nvml;       // the sampling thread's
+  std::unique_ptr<emo::CounterRecorder> recorder;  // null until the devices are known
+  std::atomic<bool> ready{false};                  // recorder set
+  pid_t pid = 0;                                   // the process whose thread it is (not a forked child)
+};
+Counters* g_counters = nullptr;
+
+// The traced process's CUDA devices' UUIDs, once the driver has initialised (this library is
+// loaded inside cuInit): false until then. The driver is already loaded, so no dlopen loads it.
+bool CudaDeviceUuids(std::vector<std::string>* out) {
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!cuda) return false;
+  auto count_fn = reinterpret_cast<decltype(&::cuDeviceGetCount)>(dlsym(cuda, "cuDeviceGetCount"));
+  auto get_fn = reinterpret_cast<decltype(&::cuDeviceGet)>(dlsym(cuda, "cuDeviceGet"));
+  auto uuid_fn = reinterpret_cast<decltype(&::cuDeviceGetUuid)>(dlsym(cuda, "cuDeviceGetUuid_v2"));
+  int n = 0;
+  const bool ok = count_fn && get_fn && uuid_fn && count_fn(&n) == CUDA_SUCCESS;
+  for (int i = 0; ok && i < n; ++i) {
+    CUdevice dev = 0;
+    CUuuid uuid{};
+    unsigned char bytes[16] = {};
+    if (get_fn(&dev, i) == CUDA_SUCCESS && uuid_fn(&uuid, dev) == CUDA_SUCCESS) std::memcpy(bytes, uuid.bytes, 16);
+    out->push_back(emo::GpuUuidString(bytes));
+  }
+  dlclose(cuda);
+  return ok;
+}
+
+// Waits for the driver, opens NVML, then samples every period until stopped.
+void SampleCounters() {
+  Counters& c = *g_counters;
+  auto wait = [&](std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> lock(c.mu);
+    return !c.wake.wait_for(lock, d, [&] { return c.stop; });
+  };
+  std::vector<std::string> uuids;
+  while (!CudaDeviceUuids(&uuids))
+    if (!wait(c.period)) return;
+  std::string err;
+  c.nvml = emo::NvmlGpuControl::Open(&err);
+  if (!c.nvml) return Warn("no clock, power or energy counters in the trace: " + err);
+  c.recorder = std::make_unique<emo::CounterRecorder>(c.nvml.get(), uuids);
+  for (const std::string& u : c.recorder->unmatched())
+    Warn("no clock, power or energy counters of CUDA device " + u + ": NVML does not list it");
+  c.ready.store(true);
+  do {
+    // With --warmup and --iterations: only the latest sample before the window (memory stays
+    // bounded), none after the step that follows it (its work may still run).
+    const int64_t steps = g_gate.steps.load();
+    if (g_gate.counting.load() && steps > g_gate.warmup + g_gate.count + 1) continue;
+    uint64_t ts = 0;
+    if (cuptiGetTimestamp(&ts) == CUPTI_SUCCESS) c.recorder->Sample(static_cast<int64_t>(ts));
+    if (g_gate.counting.load() && steps < g_gate.warmup) c.recorder->KeepLatestOnly();
+  } while (wait(c.period));
+}
+
+void StartCounters() {
+  const char* ms = std::getenv("EMO_TRACE_COUNTERS_MS");
+  const long period = ms && *ms ? std::strtol(ms, nullptr, 10) : 20;
+  if (period <= 0) return;
+  g_counters = new Counters;
+  g_counters->period = std::chrono::milliseconds(period);
+  g_counters->pid = getpid();
+  g_counters->thread = std::thread(SampleCounters);
+}
+
+// Stops the sampling thread (at exit) and hands its tracks to the rank.
+void StopCounters(emo::RankTrace* r) {
+  if (!g_counters) return;
+  Counters& c = *g_counters;
+  if (c.pid != getpid()) return;  // a forked child: the thread stayed with its parent
+  if (c.thread.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      c.stop = true;
+    }
+    c.wake.notify_all();
+    c.thread.join();
+  }
+  if (c.ready.load()) r->counters = c.recorder->Tracks();
+}
+
 void WriteAtExit() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::lock_guard<std::mutex> lock(g_state->mu);
   if (g_state->written) return;
   g_state->written = true;
+  StopCounters(&g_state->trace.ranks[0]);  // before Finish, which cuts them to the window with the rest
   g_state->converter->Finish();
   if (!g_state->converter->window_note().empty()) Warn(g_state->converter->window_note());
   if (g_state->dropped > 0) Warn("CUPTI dropped " + std::to_string(g_state->dropped) + " records");
@@ -170,15 +277,6 @@ struct OnDemand {
 };
 OnDemand* g_on_demand = nullptr;
 constexpr auto kPoll = std::chrono::milliseconds(50);
-
-// With --warmup and --iterations the same callback counts the steps as they begin, so that the
-// NCCL plugin in this process records only during the window's steps (EmoTraceRecording, below).
-struct NcclGate {
-  int64_t warmup = 0, count = 0;
-  std::atomic<int64_t> steps{0};
-  std::atomic<bool> counting{false};  // the callback is subscribed
-};
-NcclGate g_gate;
 
 void OnStepBegins() {
   if (!g_on_demand) {
@@ -289,6 +387,7 @@ void EndWindow(const std::string& why) {
   g_state->converter = nullptr;
   converter->Finish();
   emo::RankTrace& r = g_state->trace.ranks[0];
+  if (g_counters && g_counters->ready.load()) r.counters = g_counters->recorder->Tracks();  // cut with the rest
   // The window's iterations, each from its start to the next one's.
   r.iterations.clear();
   for (size_t i = 0; i + 1 < starts.size(); ++i)
@@ -317,6 +416,7 @@ void Poll(std::string* last_err) {
   std::lock_guard<std::mutex> lock(od.mu);
   const auto now = std::chrono::steady_clock::now();
   if (!od.armed.load()) {
+    if (g_counters && g_counters->ready.load()) g_counters->recorder->KeepLatestOnly();  // no window to write them
     emo::TraceRequest request;
     std::string err;
     if (!emo::ReadTraceRequest(od.dir, &request, &err)) {
@@ -361,6 +461,8 @@ void ControlLoop() {
 void EndOnDemandAtExit() {
   OnDemand& od = *g_on_demand;
   std::lock_guard<std::mutex> lock(od.mu);
+  emo::RankTrace unused;
+  StopCounters(&unused);  // the thread stops; a window still recording takes the tracks
   if (od.armed.load()) EndWindow("the process ended");
   emo::UnregisterTracedProcess(od.dir, od.pid);
 }
@@ -408,6 +510,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (!Check(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted), "cuptiActivityRegisterCallbacks"))
     return 1;
   PointNvtxAtCupti();
+  StartCounters();
   if (const char* dir = std::getenv(emo::kTraceControlEnv); dir && *dir) {  // `emo trace --on-demand`
     StartOnDemand(dir);
     return 1;

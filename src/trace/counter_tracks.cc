@@ -54,4 +54,19 @@ bool CounterRate(const CounterTrack& c, int64_t a_ns, int64_t b_ns, double* per_
   return true;
 }
 
+void KeepCounterSpan(CounterTrack* c, int64_t from_ns, int64_t to_ns) {
+  const std::vector<size_t> order = TimeOrder(*c);
+  size_t begin = 0;
+  while (begin + 1 < order.size() && c->t_ns[order[begin + 1]] <= from_ns) ++begin;
+  if (begin < order.size() && c->t_ns[order[begin]] > to_ns) begin = order.size();  // none before to_ns
+  std::vector<int64_t> t;
+  std::vector<double> v;
+  for (size_t i = begin; i < order.size() && c->t_ns[order[i]] <= to_ns; ++i) {
+    t.push_back(c->t_ns[order[i]]);
+    v.push_back(c->value[order[i]]);
+  }
+  c->t_ns = std::move(t);
+  c->value = std::move(v);
+}
+
 }  // namespace emo

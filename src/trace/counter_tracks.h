@@ -22,4 +22,8 @@ bool CounterMean(const CounterTrack& c, int64_t a_ns, int64_t b_ns, double* mean
 // and the seconds between them. False with fewer than two samples there, or none apart in time.
 bool CounterRate(const CounterTrack& c, int64_t a_ns, int64_t b_ns, double* per_s, double* seconds);
 
+// Keeps the samples inside [from_ns, to_ns] and the last one before from_ns (the value in force as
+// the span begins, at its own time), in time order.
+void KeepCounterSpan(CounterTrack* c, int64_t from_ns, int64_t to_ns);
+
 }  // namespace emo

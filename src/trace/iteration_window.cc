@@ -6,6 +6,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "trace/counter_tracks.h"
+
 namespace emo {
 
 bool KeepIterationWindow(RankTrace* rank, int64_t warmup, int64_t count, std::string* err) {
@@ -42,6 +44,10 @@ bool KeepIterationWindow(RankTrace* rank, int64_t warmup, int64_t count, std::st
   r.windowed = true;
   r.kernels_before += std::count_if(dropped.begin(), dropped.end(), [&](int64_t c) { return c < first_kept; });
   std::erase_if(r.syncs, [&](const SyncRecord& s) { return !kept.contains(s.correlation); });
+  // Counter tracks over the kept work's time, with the value in force as the window begins.
+  int64_t until = last;
+  for (const GpuOp& o : r.ops) until = std::max(until, o.end_ns);
+  for (CounterTrack& c : r.counters) KeepCounterSpan(&c, first, until);
   r.iterations.erase(r.iterations.begin() + warmup + count, r.iterations.end());
   r.iterations.erase(r.iterations.begin(), r.iterations.begin() + warmup);
   return true;

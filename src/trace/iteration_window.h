@@ -16,8 +16,9 @@ namespace emo {
 // inside the window and running after its end stays, and work issued before it goes), and GPU ops
 // with no known launching call that start inside the window. Marks the rank windowed and adds the
 // compute kernels cut before the first kept one to kernels_before (launch ordinals count from
-// there). False with *err, and the rank left untouched, when the rank has fewer than warmup + count
-// iterations.
+// there). Counter tracks keep their samples from the window's start to the last kept op's end, and
+// the one in force at its start. False with *err, and the rank left untouched, when the rank has
+// fewer than warmup + count iterations.
 bool KeepIterationWindow(RankTrace* rank, int64_t warmup, int64_t count, std::string* err);
 
 }  // namespace emo

@@ -51,15 +51,17 @@ if [ -d "$workloads" ]; then
   "$emo" analyze --json "$tmp/tr" >"$tmp/a.json" 2>/dev/null
   check "analyze of the sim trace replays within 1 %" python3 -c \
     "import json,sys; d=json.load(open('$tmp/a.json')); sys.exit(0 if abs(d['replay_error']) < 0.01 and len(d['ranks']) == 2 else 1)"
-  check "analyze summarises each GPU's clock and power counters of the sim trace" python3 -c "
+  check "analyze summarises each GPU's clock, power and energy counters of the sim trace" python3 -c "
 import json, sys
 d = json.load(open('$tmp/a.json'))
 ok = True
 for r, rank in enumerate(d['ranks']):
     c = {x['name']: x for x in rank['counters']}
-    clock, power = c['sm_clock'], c['power']
+    clock, power, energy = c['sm_clock'], c['power'], c['energy']
     ok &= clock['device'] == r and clock['unit'] == 'MHz' and 210 <= clock['min'] <= clock['mean'] <= clock['max'] <= 1410
     ok &= power['unit'] == 'W' and 0 < power['min'] <= power['mean'] <= power['max'] and power['samples'] >= 2
+    ok &= energy['unit'] == 'J' and 0.8 * power['min'] < energy['rise_per_s'] < 1.25 * power['max']
+    ok &= 'rise_per_s' not in power
 sys.exit(0 if ok and len(d['ranks']) == 2 else 1)"
   printf '{"gpus": [{"gpu": 0, "changes": [{"t_ms": 0, "mhz": 1005}]}, {"gpu": 1, "changes": [{"t_ms": 0, "mhz": 1005}]}]}' >"$tmp/p.json"
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --iterations 3 --policy "$tmp/p.json" --measure "$tmp/m2.json" >/dev/null 2>&1

@@ -196,7 +196,7 @@ TEST_F(Nvml, MissingLibraryIsAClearError) {
 // The traced process's CUDA devices meet NVML's GPUs by UUID (CUDA's 16 bytes spelled as NVML
 // spells them): its device 0 is NVML's GPU 1, its device 1 a MIG instance NVML does not list. Each
 // sample reads the clock (kept where it changed), the power and the energy counter in the
-// trace's units; a lost GPU's refused readings are left out.
+// trace's units; a lost GPU's refused readings are left out, and so is a device not in use.
 TEST_F(Nvml, CounterRecorderSamplesTheTracedDevicesByUuid) {
   auto c = Open();
   ASSERT_NE(c, nullptr);
@@ -214,6 +214,8 @@ TEST_F(Nvml, CounterRecorderSamplesTheTracedDevicesByUuid) {
   rec.Sample(300);  // every reading refused
   fake_->gpus[1].lost = false;
   rec.Sample(400);
+  const std::vector<char> unused = {0, 1};
+  rec.Sample(500, &unused);  // device 0 not in use: not read
   const std::vector<CounterTrack> t = rec.Tracks();
   ASSERT_EQ(t.size(), 3u);
   for (const CounterTrack& x : t) EXPECT_EQ(x.device, 0);

@@ -72,5 +72,18 @@ TEST(CounterTracks, RateIsTheRiseBetweenTheSamplesInsideTheSpan) {
   EXPECT_EQ(FindCounter(r, 0, "energy", "J"), nullptr);
 }
 
+// A process that saw two GPUs and ran its work on device 1 keeps device 1's tracks only.
+TEST(CounterTracks, OnlyTheDevicesTheRankUsedKeepTheirTracks) {
+  RankTrace r;
+  r.counters = {{0, "power", "W", {0}, {60}}, {1, "power", "W", {0}, {300}}, {1, "energy", "J", {0}, {9}}};
+  GpuOp o;
+  o.device = 1;
+  r.ops = {o, o};
+  DropCountersOfUnusedDevices(&r);
+  ASSERT_EQ(r.counters.size(), 2u);
+  EXPECT_EQ(r.counters[0].device, 1);
+  EXPECT_EQ(r.counters[1].name, "energy");
+}
+
 }  // namespace
 }  // namespace emo

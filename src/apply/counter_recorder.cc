@@ -28,8 +28,10 @@ CounterRecorder::CounterRecorder(const GpuControl* gpus, const std::vector<std::
   }
 }
 
-void CounterRecorder::Sample(int64_t t_ns) {
+void CounterRecorder::Sample(int64_t t_ns, const std::vector<char>* in_use) {
   for (size_t i = 0; i < devices_.size(); ++i) {
+    const size_t cuda = static_cast<size_t>(devices_[i].cuda);
+    if (in_use && (cuda >= in_use->size() || !(*in_use)[cuda])) continue;
     const int gpu = devices_[i].gpu;
     const std::optional<double> readings[3] = {gpus_->ClockMhz(gpu), gpus_->PowerW(gpu), gpus_->EnergyJ(gpu)};
     std::lock_guard<std::mutex> lock(mu_);

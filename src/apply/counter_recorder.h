@@ -25,9 +25,10 @@ class CounterRecorder {
   // UUID. A device no GPU of `gpus` has (a MIG instance) gets no tracks; unmatched() names it.
   CounterRecorder(const GpuControl* gpus, const std::vector<std::string>& cuda_uuids);
 
-  // One reading of each matched GPU's clock, power and energy, stamped t_ns (the trace's clock). A
-  // reading refused is left out; the clock is kept only where it changed.
-  void Sample(int64_t t_ns);
+  // One reading of each matched GPU's clock, power and energy, stamped t_ns (the trace's clock),
+  // where `in_use` (per CUDA device; null: every one) says the process uses it. A reading refused
+  // is left out; the clock is kept only where it changed.
+  void Sample(int64_t t_ns, const std::vector<char>* in_use = nullptr);
   // Forgets every sample but the latest of each track: nothing before now will be written (no
   // window records yet), and memory stays bounded however long the process runs.
   void KeepLatestOnly();

@@ -38,6 +38,7 @@
 #include "apply/counter_recorder.h"
 #include "apply/nvml_gpu_control.h"
 #include "inject/pack_profiler.h"
+#include "trace/counter_tracks.h"
 #include "trace/cupti_records.h"
 #include "trace/iteration_window.h"
 #include "trace/kineto_writer.h"
@@ -131,26 +132,44 @@ struct Counters {
 };
 Counters* g_counters = nullptr;
 
-// The traced process's CUDA devices' UUIDs, once the driver has initialised (this library is
-// loaded inside cuInit): false until then. The driver is already loaded, so no dlopen loads it.
-bool CudaDeviceUuids(std::vector<std::string>* out) {
-  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-  if (!cuda) return false;
-  auto count_fn = reinterpret_cast<decltype(&::cuDeviceGetCount)>(dlsym(cuda, "cuDeviceGetCount"));
-  auto get_fn = reinterpret_cast<decltype(&::cuDeviceGet)>(dlsym(cuda, "cuDeviceGet"));
-  auto uuid_fn = reinterpret_cast<decltype(&::cuDeviceGetUuid)>(dlsym(cuda, "cuDeviceGetUuid_v2"));
-  int n = 0;
-  const bool ok = count_fn && get_fn && uuid_fn && count_fn(&n) == CUDA_SUCCESS;
-  for (int i = 0; ok && i < n; ++i) {
-    CUdevice dev = 0;
-    CUuuid uuid{};
-    unsigned char bytes[16] = {};
-    if (get_fn(&dev, i) == CUDA_SUCCESS && uuid_fn(&uuid, dev) == CUDA_SUCCESS) std::memcpy(bytes, uuid.bytes, 16);
-    out->push_back(emo::GpuUuidString(bytes));
+// The traced process's CUDA devices, once the driver has initialised (this library is loaded
+// inside cuInit): their UUIDs, and which the process uses (has a primary context on, as PyTorch and
+// the runtime API make them; before any is made, or with contexts of its own, every device).
+struct CudaDevices {
+  void* lib = nullptr;  // the driver, already loaded: no dlopen loads it
+  decltype(&::cuDevicePrimaryCtxGetState) ctx_state = nullptr;
+  std::vector<CUdevice> handles;
+  // False until the driver has initialised.
+  bool Open(std::vector<std::string>* uuids) {
+    if (!lib && !(lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD))) return false;
+    auto count_fn = reinterpret_cast<decltype(&::cuDeviceGetCount)>(dlsym(lib, "cuDeviceGetCount"));
+    auto get_fn = reinterpret_cast<decltype(&::cuDeviceGet)>(dlsym(lib, "cuDeviceGet"));
+    auto uuid_fn = reinterpret_cast<decltype(&::cuDeviceGetUuid)>(dlsym(lib, "cuDeviceGetUuid_v2"));
+    ctx_state = reinterpret_cast<decltype(ctx_state)>(dlsym(lib, "cuDevicePrimaryCtxGetState"));
+    int n = 0;
+    if (!count_fn || !get_fn || !uuid_fn || count_fn(&n) != CUDA_SUCCESS) return false;
+    for (int i = 0; i < n; ++i) {
+      CUdevice dev = 0;
+      CUuuid uuid{};
+      unsigned char bytes[16] = {};
+      if (get_fn(&dev, i) == CUDA_SUCCESS && uuid_fn(&uuid, dev) == CUDA_SUCCESS) std::memcpy(bytes, uuid.bytes, 16);
+      handles.push_back(dev);
+      uuids->push_back(emo::GpuUuidString(bytes));
+    }
+    return true;
   }
-  dlclose(cuda);
-  return ok;
-}
+  void InUse(std::vector<char>* out) const {
+    out->assign(handles.size(), 0);
+    bool any = false;
+    for (size_t i = 0; i < handles.size(); ++i) {
+      unsigned int flags = 0;
+      int active = 0;
+      (*out)[i] = ctx_state && ctx_state(handles[i], &flags, &active) == CUDA_SUCCESS && active;
+      any |= (*out)[i] != 0;
+    }
+    if (!any) out->assign(handles.size(), 1);
+  }
+};
 
 // Waits for the driver, opens NVML, then samples every period until stopped.
 void SampleCounters() {
@@ -159,8 +178,9 @@ void SampleCounters() {
     std::unique_lock<std::mutex> lock(c.mu);
     return !c.wake.wait_for(lock, d, [&] { return c.stop; });
   };
+  CudaDevices devices;
   std::vector<std::string> uuids;
-  while (!CudaDeviceUuids(&uuids))
+  while (!devices.Open(&uuids))
     if (!wait(c.period)) return;
   std::string err;
   c.nvml = emo::NvmlGpuControl::Open(&err);
@@ -169,13 +189,15 @@ void SampleCounters() {
   for (const std::string& u : c.recorder->unmatched())
     Warn("no clock, power or energy counters of CUDA device " + u + ": NVML does not list it");
   c.ready.store(true);
+  std::vector<char> in_use;
   do {
     // With --warmup and --iterations: only the latest sample before the window (memory stays
     // bounded), none after the step that follows it (its work may still run).
     const int64_t steps = g_gate.steps.load();
     if (g_gate.counting.load() && steps > g_gate.warmup + g_gate.count + 1) continue;
     uint64_t ts = 0;
-    if (cuptiGetTimestamp(&ts) == CUPTI_SUCCESS) c.recorder->Sample(static_cast<int64_t>(ts));
+    devices.InUse(&in_use);
+    if (cuptiGetTimestamp(&ts) == CUPTI_SUCCESS) c.recorder->Sample(static_cast<int64_t>(ts), &in_use);
     if (g_gate.counting.load() && steps < g_gate.warmup) c.recorder->KeepLatestOnly();
   } while (wait(c.period));
 }
@@ -217,6 +239,7 @@ void WriteAtExit() {
   if (g_state->dropped > 0) Warn("CUPTI dropped " + std::to_string(g_state->dropped) + " records");
   emo::RankTrace& r = g_state->trace.ranks[0];
   if (r.calls.empty() && r.ops.empty()) return;  // the process did no CUDA work worth a file
+  emo::DropCountersOfUnusedDevices(&r);
   const char* dir_env = std::getenv("EMO_TRACE_DIR");
   const std::string dir = dir_env && *dir_env ? dir_env : ".";
   const emo::LauncherRank launcher = emo::RankFromEnvironment([](const char* var) { return std::getenv(var); });
@@ -402,6 +425,7 @@ void EndWindow(const std::string& why) {
   if (kept == 0) {
     err = why.empty() ? "no iteration ended" : why;
   } else if (emo::KeepIterationWindow(&r, 0, kept, &err)) {
+    emo::DropCountersOfUnusedDevices(&r);
     if (!why.empty()) Warn("window " + std::to_string(od.request.seq) + ": " + why);
     emo::WriteKinetoJson(g_state->trace, 0, path, &err);
   }

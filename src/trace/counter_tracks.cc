@@ -69,4 +69,12 @@ void KeepCounterSpan(CounterTrack* c, int64_t from_ns, int64_t to_ns) {
   c->value = std::move(v);
 }
 
+void DropCountersOfUnusedDevices(RankTrace* rank) {
+  std::vector<int32_t> used;
+  for (const GpuOp& o : rank->ops)
+    if (std::find(used.begin(), used.end(), o.device) == used.end()) used.push_back(o.device);
+  std::erase_if(rank->counters,
+                [&](const CounterTrack& c) { return std::find(used.begin(), used.end(), c.device) == used.end(); });
+}
+
 }  // namespace emo

@@ -26,4 +26,8 @@ bool CounterRate(const CounterTrack& c, int64_t a_ns, int64_t b_ns, double* per_
 // the span begins, at its own time), in time order.
 void KeepCounterSpan(CounterTrack* c, int64_t from_ns, int64_t to_ns);
 
+// Drops the tracks of devices none of the rank's GPU work ran on: a process may see every GPU of
+// the machine, and its trace keeps those it used.
+void DropCountersOfUnusedDevices(RankTrace* rank);
+
 }  // namespace emo

@@ -76,6 +76,16 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
     for (uint32_t i = pk.member_begin[p]; i < pk.member_begin[p + 1]; ++i)
       pack_duration_ns_[p] += g.duration[pk.members[i]];
   }
+  // A kernel's share of its pack: by traced duration (evenly where the pack has none).
+  kernel_share_.assign(n, 0);
+  for (size_t p = 0; p < np; ++p)
+    for (uint32_t i = pk.member_begin[p]; i < pk.member_begin[p + 1]; ++i) {
+      const uint32_t v = pk.members[i];
+      kernel_share_[v] = pack_duration_ns_[p] > 0 ? g.duration[v] / pack_duration_ns_[p] : 1 / pack_members_[p];
+    }
+  is_marker_.assign(n, 0);
+  for (uint32_t v : marker_node_)
+    if (v != kNoPred) is_marker_[v] = 1;
 
   // Per GPU: the nodes no node of the same GPU waits for. Every other node of it has a successor
   // on it that finishes later, so the GPU's latest finish is one of theirs.
@@ -213,6 +223,7 @@ Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, 
   if (st != &from) {
     st->finish_ns.resize(in_.graph->nodes());
     std::copy(from.finish_ns.begin(), from.finish_ns.begin() + static_cast<std::ptrdiff_t>(v0), st->finish_ns.begin());
+    st->block_end_ns = from.block_end_ns;
     st->pack_clock = from.pack_clock;
     st->pack_offset_ns = from.pack_offset_ns;
     st->iteration_writes = from.iteration_writes;
@@ -233,9 +244,10 @@ Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, 
   return Pass(s, v0, st);
 }
 
-double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t p, int gpu, int k, double offset_ns,
-                              double d0_ns, bool add, PassState* st) const {
+double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t v, uint32_t p, int gpu, int k, double offset_ns,
+                              bool add, PassState* st) const {
   const int nc = clocks(), c0 = in_.default_clock;
+  const double d0_ns = in_.graph->duration[v];  // at the default clock
   const double* time = &in_.pack_time_s[static_cast<size_t>(p) * nc];
   const double* energy = &in_.pack_energy_j[static_cast<size_t>(p) * nc];
   // The clock at its start, as ClockAt finds it (the last landing at or before it), and the
@@ -283,8 +295,8 @@ double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t p, int gp
     c = (*l)[i].clock;
     ++i;
   }
-  if (add) {  // the kernel's share of its pack: by traced duration (evenly where the pack has none)
-    const double share = pack_duration_ns_[p] > 0 ? d0_ns / pack_duration_ns_[p] : 1 / pack_members_[p];
+  if (add) {  // the kernel's share of its pack
+    const double share = kernel_share_[v];
     st->pack_time_s[p] += share * t_s;
     st->pack_idle_j[p] += share * idle_j;
     st->pack_dynamic_j[p] += share * dynamic_j;
@@ -314,6 +326,7 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
   const float* pred_latency = g.pred_latency.data();
   const uint32_t* pack_of = pk.pack_of.empty() ? nullptr : pk.pack_of.data();
   const uint32_t* first_member = first_member_.data();
+  const char* is_marker = is_marker_.data();
   const double* pack_time = in_.pack_time_s.data();
   double* finish = st->finish_ns.data();
   int* pack_clock = st->pack_clock.data();
@@ -323,8 +336,14 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
   // delay of the node asking (markers normally come first in topological order).
   size_t next_marker = 0;  // the first iteration whose marker is not reached yet
   while (next_marker < marker_node_.size() && iter_known[next_marker]) ++next_marker;
-  double end = 0;
-  for (size_t v = 0; v < v0; ++v) end = std::max(end, finish[v]);
+  // The latest finish: of the blocks before v0's as the pass that computed them left it, then node
+  // by node, each block's kept for the passes that start after it.
+  constexpr size_t kEndBlock = 1024;
+  std::vector<double>& block_end = st->block_end_ns;
+  block_end.resize((n + kEndBlock - 1) / kEndBlock);
+  double end = 0, block = 0;
+  for (size_t b = 0; b < v0 / kEndBlock; ++b) end = std::max(end, block_end[b]);
+  for (size_t v = v0 / kEndBlock * kEndBlock; v < v0; ++v) block = std::max(block, finish[v]);
   for (size_t v = v0; v < n; ++v) {
     double start = anchor[v];
     for (uint32_t e = pred_begin[v]; e < pred_begin[v + 1]; ++e)
@@ -352,7 +371,7 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
         const int k = node_iteration_[v], k_pack = node_iteration_[first_member[p]];
         const double offset = k >= 0 ? start - iter_start[k] : 0;
         const int gpu = g.rank[v];
-        d = SplitKernel(s, sorted[gpu], p, gpu, k, offset, d, first_member[p] >= v0, st);
+        d = SplitKernel(s, sorted[gpu], static_cast<uint32_t>(v), p, gpu, k, offset, first_member[p] >= v0, st);
         double& pack_end = st->pack_end_ns[p];
         pack_end = k != k_pack ? std::numeric_limits<double>::infinity() : std::max(pack_end, offset + d);
       } else {
@@ -361,17 +380,25 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
       }
     }
     finish[v] = start + d;
-    end = std::max(end, finish[v]);
-    // Markers are few: check the next ones against this node.
-    for (size_t k = next_marker; k < marker_node_.size(); ++k)
-      if (marker_node_[k] == v) {
-        iter_start[k] = start - marker_offset_ns_[k];
-        iter_known[k] = 1;
-        st->iteration_writes.push_back({static_cast<uint32_t>(v), static_cast<int32_t>(k), iter_start[k], true});
-        if (k == next_marker) ++next_marker;
-      }
-    while (next_marker < marker_node_.size() && iter_known[next_marker]) ++next_marker;
+    block = std::max(block, finish[v]);
+    if ((v + 1) % kEndBlock == 0) {
+      block_end[v / kEndBlock] = block;
+      end = std::max(end, block);
+      block = 0;
+    }
+    if (is_marker[v]) {  // the iterations it marks (the next ones; markers are few)
+      for (size_t k = next_marker; k < marker_node_.size(); ++k)
+        if (marker_node_[k] == v) {
+          iter_start[k] = start - marker_offset_ns_[k];
+          iter_known[k] = 1;
+          st->iteration_writes.push_back({static_cast<uint32_t>(v), static_cast<int32_t>(k), iter_start[k], true});
+          if (k == next_marker) ++next_marker;
+        }
+      while (next_marker < marker_node_.size() && iter_known[next_marker]) ++next_marker;
+    }
   }
+  if (n % kEndBlock != 0) block_end[n / kEndBlock] = block;
+  end = std::max(end, block);
   st->nodes_computed = static_cast<int64_t>(n - v0);
 
   Result r;

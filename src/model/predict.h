@@ -106,8 +106,10 @@ class Predictor {
       double start_ns;
       bool known;  // from its marker node (final), else a guess from a pack's delay
     };
-    std::vector<double> finish_ns;  // per node
-    std::vector<int> pack_clock;    // per pack: the clock it ran at
+    std::vector<double> finish_ns;     // per node
+    std::vector<double> block_end_ns;  // per block of 1024 nodes: their latest finish (a pass from v0 needs the
+                                       // latest before v0 without reading every earlier node)
+    std::vector<int> pack_clock;       // per pack: the clock it ran at
     std::vector<double>
         pack_offset_ns;  // per pack: its first member's start − its iteration's start (as the pass saw it)
     std::vector<double> pack_end_ns;  // per pack, split_at_landings: its members' latest finish, the same way
@@ -159,11 +161,11 @@ class Predictor {
   // The clock in force on gpu at offset_ns into iteration (the last landing at or before it, else
   // the schedule's last clock after iteration 0, else the default).
   int ClockAt(const Schedule& s, int gpu, int iteration, double offset_ns) const;
-  // split_at_landings: a kernel of pack p, started offset_ns into iteration k on gpu and d0_ns
-  // long at the default clock, through the landings in its span (`sorted`: they are in time
-  // order); adds its share of the pack into st where `add`, and returns its duration.
-  double SplitKernel(const Schedule& s, bool sorted, uint32_t p, int gpu, int k, double offset_ns, double d0_ns,
-                     bool add, PassState* st) const;
+  // split_at_landings: kernel v of pack p, started offset_ns into iteration k on gpu, through the
+  // landings in its span (`sorted`: they are in time order); adds its share of the pack into st
+  // where `add`, and returns its duration.
+  double SplitKernel(const Schedule& s, bool sorted, uint32_t v, uint32_t p, int gpu, int k, double offset_ns, bool add,
+                     PassState* st) const;
   // The pass from node v0 on, state holding every earlier node's results.
   Result Pass(const Schedule& s, size_t v0, PassState* state) const;
   // The first node whose result under s can differ from the one `from` holds for from_s.
@@ -183,6 +185,8 @@ class Predictor {
   std::vector<double> pack_union_ns_, pack_time0_s_;  // per GPU, at default clocks
   std::vector<double> pack_duration_ns_;              // per pack: its members' traced durations, summed
   std::vector<double> pack_members_;                  // per pack: how many kernels
+  std::vector<double> kernel_share_;                  // per node in a pack: its share of the pack (SplitKernel)
+  std::vector<char> is_marker_;                       // per node: some iteration's marker
   // Per GPU: its nodes with no successor on the same GPU (its latest finish is among theirs).
   std::vector<std::vector<uint32_t>> rank_sinks_;
   PassState state_;  // Run(s)'s

@@ -76,15 +76,6 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
     for (uint32_t i = pk.member_begin[p]; i < pk.member_begin[p + 1]; ++i)
       pack_duration_ns_[p] += g.duration[pk.members[i]];
   }
-  // The pack tables clock by clock, as the pass reads them: the kernels of a pass come pack after
-  // pack, each at the default clock and one other.
-  pack_time_by_clock_.resize(np * nc);
-  pack_energy_by_clock_.resize(np * nc);
-  for (size_t p = 0; p < np; ++p)
-    for (size_t c = 0; c < nc; ++c) {
-      pack_time_by_clock_[c * np + p] = in_.pack_time_s[p * nc + c];
-      pack_energy_by_clock_[c * np + p] = in_.pack_energy_j[p * nc + c];
-    }
   // A kernel's share of its pack: by traced duration (evenly where the pack has none).
   kernel_share_.assign(n, 0);
   for (size_t p = 0; p < np; ++p)
@@ -255,11 +246,10 @@ Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, 
 
 double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t v, uint32_t p, int gpu, int k, double offset_ns,
                               bool add, PassState* st) const {
-  const int c0 = in_.default_clock;
+  const int nc = clocks(), c0 = in_.default_clock;
   const double d0_ns = in_.graph->duration[v];  // at the default clock
-  const size_t np = in_.packing->packs();
-  auto time = [&](int clock) { return pack_time_by_clock_[static_cast<size_t>(clock) * np + p]; };
-  auto energy = [&](int clock) { return pack_energy_by_clock_[static_cast<size_t>(clock) * np + p]; };
+  const double* time = &in_.pack_time_s[static_cast<size_t>(p) * nc];
+  const double* energy = &in_.pack_energy_j[static_cast<size_t>(p) * nc];
   // The clock at its start, as ClockAt finds it (the last landing at or before it), and the
   // landings after that one.
   int c = c0;
@@ -284,13 +274,13 @@ double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t v, uint32
   double t = offset_ns, work = 1, d = 0, t_s = 0, idle_j = 0, dynamic_j = 0;
   auto piece = [&](double f, int clock) {
     if (!add) return;
-    const double idle = in_.idle_power_w[clock] * time(clock);
-    t_s += f * time(clock);
+    const double idle = in_.idle_power_w[clock] * time[clock];
+    t_s += f * time[clock];
     idle_j += f * idle;
-    dynamic_j += f * (energy(clock) - idle);
+    dynamic_j += f * (energy[clock] - idle);
   };
   for (;;) {
-    const double whole = d0_ns * time(c) / time(c0);  // the kernel at c
+    const double whole = d0_ns * time[c] / time[c0];  // the kernel at c
     while (l && i < l->size() && (*l)[i].t_ns <= t) ++i;
     if (!l || i >= l->size() || (*l)[i].t_ns >= t + work * whole || whole <= 0) {
       piece(work, c);

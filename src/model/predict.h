@@ -186,8 +186,7 @@ class Predictor {
   std::vector<double> pack_duration_ns_;              // per pack: its members' traced durations, summed
   std::vector<double> pack_members_;                  // per pack: how many kernels
   std::vector<double> kernel_share_;                  // per node in a pack: its share of the pack (SplitKernel)
-  std::vector<double> pack_time_by_clock_, pack_energy_by_clock_;  // the pack tables, [clock * packs + pack]
-  std::vector<char> is_marker_;                                    // per node: some iteration's marker
+  std::vector<char> is_marker_;                       // per node: some iteration's marker
   // Per GPU: its nodes with no successor on the same GPU (its latest finish is among theirs).
   std::vector<std::vector<uint32_t>> rank_sinks_;
   PassState state_;  // Run(s)'s

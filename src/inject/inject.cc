@@ -534,8 +534,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (!Check(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted), "cuptiActivityRegisterCallbacks"))
     return 1;
   PointNvtxAtCupti();
-  StartCounters();
   if (const char* dir = std::getenv(emo::kTraceControlEnv); dir && *dir) {  // `emo trace --on-demand`
+    StartCounters();
     StartOnDemand(dir);
     return 1;
   }
@@ -557,6 +557,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       Warn("EMO_TRACE_WARMUP / EMO_TRACE_ITERATIONS must be a count >= 0 and >= 1: tracing the whole run");
     }
   }
+  StartCounters();  // after the window's gate, which its thread reads
   EnableKinds(true);
   std::atexit(WriteAtExit);
   return 1;

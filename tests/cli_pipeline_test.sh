@@ -114,12 +114,12 @@ d, r = json.load(open('$tmp/ot-def.json')), json.load(open('$tmp/otc-run.json'))
 slow, save = r['iteration_ms'] / d['iteration_ms'] - 1, 1 - r['iteration_energy_j'] / d['iteration_energy_j']
 print(f'measured {slow:+.2%} time, {save:.2%} energy saved')
 sys.exit(0 if slow <= 0.055 and save > 0.03 else 1)"
-  "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --profile "$workloads/../profiles/sim-a100.json" \
-    --power-w "$ot_power" --budget 0.05 >/dev/null 2>"$tmp/err-given"
-  "$emo" optimize --trace "$tmp/ot" --packs "$tmp/ot-packs.json" --profile "$workloads/../profiles/sim-a100.json" \
-    --power-w "${ot_power%%,*},120" --budget 0.05 >/dev/null 2>"$tmp/err-third"
+  "$emo" predict "$tmp/ot" --packs "$tmp/ot-packs.json" --profile "$workloads/../profiles/sim-a100.json" \
+    --power-w "$ot_power" --policy "$tmp/otc-policy.json" >/dev/null 2>"$tmp/err-given"
+  "$emo" predict "$tmp/ot" --packs "$tmp/ot-packs.json" --profile "$workloads/../profiles/sim-a100.json" \
+    --power-w "${ot_power%%,*},120" --policy "$tmp/otc-policy.json" >/dev/null 2>"$tmp/err-third"
   check "--power-w far from the traces' counters is named, GPU by GPU" bash -c \
-    "! grep -q 'power-w gives' '$tmp/err-given' && grep -q '^emo optimize: note: --power-w gives GPU 1 120.0 W, the energy counter' '$tmp/err-third' && ! grep -q 'GPU 0 ' '$tmp/err-third'"
+    "! grep -q 'power-w gives' '$tmp/err-given' && grep -q '^emo predict: note: --power-w gives GPU 1 120.0 W, the energy counter' '$tmp/err-third' && ! grep -q 'GPU 0 ' '$tmp/err-third'"
   mkdir -p "$tmp/ot-bare"
   for f in "$tmp"/ot/rank-*.json; do
     python3 -c "

@@ -83,14 +83,19 @@ ok = ok and all(g['changes'][0]['t_ms'] == 0 and max(c['mhz'] for c in g['change
 sys.exit(0 if ok else 1)"
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --seeds 2 --iterations 12 --measure "$tmp/ot-def.json" \
     >/dev/null 2>&1
-  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --seeds 2 --iterations 12 --policy "$tmp/ot-policy.json" \
-    --measure "$tmp/ot-run.json" >/dev/null 2>&1
-  check "and its policy saves energy within the budget when run" python3 -c "
+  # Plays the policy $1 on the same seeds and checks it against the default run: within the 5 %
+  # budget + 0.5 points, and over 3 % less energy.
+  saves_when_run() {
+    "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --seeds 2 --iterations 12 --policy "$1" \
+      --measure "$1.run.json" >/dev/null 2>&1
+    python3 -c "
 import json, sys
-d, r = json.load(open('$tmp/ot-def.json')), json.load(open('$tmp/ot-run.json'))
+d, r = json.load(open('$tmp/ot-def.json')), json.load(open('$1.run.json'))
 slow, save = r['iteration_ms'] / d['iteration_ms'] - 1, 1 - r['iteration_energy_j'] / d['iteration_energy_j']
 print(f'measured {slow:+.2%} time, {save:.2%} energy saved')
 sys.exit(0 if slow <= 0.055 and save > 0.03 else 1)"
+  }
+  check "and its policy saves energy within the budget when run" saves_when_run "$tmp/ot-policy.json"
   # Without --power-w and --clock-mhz: each GPU's power from the energy counter and its clock from
   # the clock counter that the saved traces carry (as emo trace records them from NVML). The traced
   # run's first iterations, before the power limit settles, draw a little more than the long run
@@ -106,14 +111,7 @@ a, b = a['predicted'], b['predicted']
 same = abs(a['default_iteration_ms'] / b['default_iteration_ms'] - 1) < 1e-3
 sys.exit(0 if power and same and abs(a['energy_saving'] - b['energy_saving']) < 0.015 and b['slowdown'] <= 0.05 else 1)"
   check "and says so" grep -q "power at default clocks from the energy counter over" "$tmp/err"
-  "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --seeds 2 --iterations 12 --policy "$tmp/otc-policy.json" \
-    --measure "$tmp/otc-run.json" >/dev/null 2>&1
-  check "and its policy saves energy within the budget when run" python3 -c "
-import json, sys
-d, r = json.load(open('$tmp/ot-def.json')), json.load(open('$tmp/otc-run.json'))
-slow, save = r['iteration_ms'] / d['iteration_ms'] - 1, 1 - r['iteration_energy_j'] / d['iteration_energy_j']
-print(f'measured {slow:+.2%} time, {save:.2%} energy saved')
-sys.exit(0 if slow <= 0.055 and save > 0.03 else 1)"
+  check "and its policy saves energy within the budget when run" saves_when_run "$tmp/otc-policy.json"
   "$emo" predict "$tmp/ot" --packs "$tmp/ot-packs.json" --profile "$workloads/../profiles/sim-a100.json" \
     --power-w "$ot_power" --policy "$tmp/otc-policy.json" >/dev/null 2>"$tmp/err-given"
   "$emo" predict "$tmp/ot" --packs "$tmp/ot-packs.json" --profile "$workloads/../profiles/sim-a100.json" \

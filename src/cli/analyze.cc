@@ -133,19 +133,15 @@ Json ToJson(const AnalyzeResult& res) {
     for (const auto& b : br.background) bg.push_back({{"tid", b.tid}, {"calls", b.calls}, {"reason", b.reason}});
     x["background_threads"] = bg;
     Json counters = Json::array();
-    for (const CounterSummary& c : rk.counters)
-      counters.push_back({{"device", c.device},
-                          {"name", c.name},
-                          {"unit", c.unit},
-                          {"samples", c.samples},
-                          {"min", c.min},
-                          {"max", c.max},
-                          {"mean", c.mean}});
-    for (size_t i = 0; i < rk.counters.size(); ++i)
-      if (rk.counters[i].cumulative) {
-        counters[i]["rise_per_s"] = rk.counters[i].rate;
-        counters[i]["rise_seconds"] = rk.counters[i].rate_s;
+    for (const CounterSummary& c : rk.counters) {
+      Json y = {{"device", c.device}, {"name", c.name}, {"unit", c.unit}, {"samples", c.samples},
+                {"min", c.min},       {"max", c.max},   {"mean", c.mean}};
+      if (c.cumulative) {
+        y["rise_per_s"] = c.rate;
+        y["rise_seconds"] = c.rate_s;
       }
+      counters.push_back(y);
+    }
     x["counters"] = counters;
     ranks.push_back(x);
   }

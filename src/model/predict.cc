@@ -69,20 +69,17 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
   }
   first_member_.resize(np);
   for (size_t p = 0; p < np; ++p) first_member_[p] = pk.members[pk.member_begin[p]];
-  pack_duration_ns_.assign(np, 0);
-  pack_members_.assign(np, 0);
-  for (size_t p = 0; p < np; ++p) {
-    pack_members_[p] = pk.member_begin[p + 1] - pk.member_begin[p];
-    for (uint32_t i = pk.member_begin[p]; i < pk.member_begin[p + 1]; ++i)
-      pack_duration_ns_[p] += g.duration[pk.members[i]];
-  }
   // A kernel's share of its pack: by traced duration (evenly where the pack has none).
   kernel_share_.assign(n, 0);
-  for (size_t p = 0; p < np; ++p)
-    for (uint32_t i = pk.member_begin[p]; i < pk.member_begin[p + 1]; ++i) {
+  for (size_t p = 0; p < np; ++p) {
+    const uint32_t begin = pk.member_begin[p], end = pk.member_begin[p + 1];
+    double duration_ns = 0;
+    for (uint32_t i = begin; i < end; ++i) duration_ns += g.duration[pk.members[i]];
+    for (uint32_t i = begin; i < end; ++i) {
       const uint32_t v = pk.members[i];
-      kernel_share_[v] = pack_duration_ns_[p] > 0 ? g.duration[v] / pack_duration_ns_[p] : 1 / pack_members_[p];
+      kernel_share_[v] = duration_ns > 0 ? g.duration[v] / duration_ns : 1 / static_cast<double>(end - begin);
     }
+  }
   is_marker_.assign(n, 0);
   for (uint32_t v : marker_node_)
     if (v != kNoPred) is_marker_[v] = 1;

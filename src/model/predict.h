@@ -183,8 +183,6 @@ class Predictor {
   std::vector<double> energy_scale_;      // per GPU
   std::vector<char> scale_clamped_;
   std::vector<double> pack_union_ns_, pack_time0_s_;  // per GPU, at default clocks
-  std::vector<double> pack_duration_ns_;              // per pack: its members' traced durations, summed
-  std::vector<double> pack_members_;                  // per pack: how many kernels
   std::vector<double> kernel_share_;                  // per node in a pack: its share of the pack (SplitKernel)
   std::vector<char> is_marker_;                       // per node: some iteration's marker
   // Per GPU: its nodes with no successor on the same GPU (its latest finish is among theirs).

@@ -14,6 +14,12 @@
 #include <cstddef>
 #include <cstdint>
 
+// NCCL's header nests anonymous structs in anonymous unions, a GNU extension GCC accepts quietly.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wnested-anon-types"
+#endif
+
 namespace emo::nccl_v5 {
 
 using Result = int;  // ncclResult_t: ncclSuccess = 0
@@ -148,3 +154,7 @@ static_assert(offsetof(EventDescr, p2p.peer) == 56 && offsetof(EventDescr, collA
 static_assert(sizeof(EventDescr) == 112 && sizeof(Profiler) == 48);
 
 }  // namespace emo::nccl_v5
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif

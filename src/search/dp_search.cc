@@ -253,7 +253,7 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
                      [&](const auto& a, const auto& b) { return energy(a.second) < energy(b.second); });
     std::vector<const std::vector<int64_t>*> undominated;
     for (const auto& [key, i] : by_energy) {
-      const auto covers = [&](const std::vector<int64_t>* k) {
+      const auto covers = [key = key](const std::vector<int64_t>* k) {
         for (size_t d = 0; d < k->size(); ++d)
           if ((*k)[d] > (*key)[d]) return false;
         return true;

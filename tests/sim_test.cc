@@ -713,7 +713,7 @@ TEST(SimReplay, IterationTakesAsLongAsTheRealTrace) {
 // and without noise, the first replayed iteration (the whole trace) lasts the graph's strict
 // replay of the trace within 1 %. (That replay is the trace's span on df_index_resolver and
 // ns_resolution_trace; negative_queue_length's is 11.7 % shorter, its SendRecv kernels waiting for
-// peers not in the file: README, "How the graph is replayed".)
+// peers not in the file: docs/replay.md.)
 TEST(SimReplay, MultiThreadedTracesReplayWithinOnePercent) {
   const char* traces = std::getenv("EMO_TRACES");
   if (!traces) GTEST_SKIP() << "EMO_TRACES not set";

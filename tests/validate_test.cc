@@ -23,7 +23,7 @@ TEST(Validate, Dp2Gpt3OnA100) {
   EXPECT_GT(j["unique_packs"].get<int64_t>(), 0);
   EXPECT_LT(j["unique_packs"].get<int64_t>(), j["packs"].get<int64_t>());
   EXPECT_GT(j["profiling"]["reduction"].get<double>(), 10);  // packs profile far fewer kernels than per-kernel
-  // Time is predicted well; static energy is over-predicted at low clocks (README: validation).
+  // Time is predicted well; static energy is over-predicted at low clocks (docs/validation.md).
   EXPECT_LT(j["static"]["time_mape"].get<double>(), 2);
   EXPECT_LT(j["random"]["time_mape"].get<double>(), 3);
   EXPECT_LT(j["static"]["energy_mape"].get<double>(), 12);

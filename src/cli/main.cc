@@ -289,23 +289,23 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 10000));
   o->add_flag("--local-search", opt.local_search,
               "after the search, try each change point at each clock (closer to the model's optimum; measured "
-              "worse on the simulated bench, see the README)");
+              "worse on the simulated bench, see docs/search.md)");
   o->add_flag("--pairs", opt.pairs,
               "after the search, try pairs of change points, one clock up and the other down (closer to the "
-              "model's optimum; measured over budget on one simulated bench job, see the README)");
+              "model's optimum; measured over budget on one simulated bench job, see docs/search.md)");
   o->add_flag("--no-backward-dp", opt.no_backward,
               "only the forward DP: no DP that decides the change points from the last (further from the "
-              "model's optimum on small instances, see the README)");
+              "model's optimum on small instances, see docs/search.md)");
   o->add_flag("--no-gpu-delay-states", opt.no_gpu_delays,
               "keep the search's states by the run's delay only, not also by each GPU's (half the search time "
-              "on pipelines; further from the model's optimum on small instances, see the README)");
+              "on pipelines; further from the model's optimum on small instances, see docs/search.md)");
   o->add_flag("--gpu-delays-by-work", opt.gpu_delays_by_work,
               "file the search's states by the most any of each GPU's work finishes late, not by its latest "
               "finish (closer to the model's optimum on small instances, 1.7 times the search time on a pipeline; "
-              "see the README)");
+              "see docs/search.md)");
   o->add_flag("--above-held", opt.above_held,
               "let GPUs that ran below the default clock at default clocks (power limit) take clocks above the one "
-              "they ran at, where the model cannot see the power controller raise them (see the README)");
+              "they ran at, where the model cannot see the power controller raise them (see docs/results.md)");
   o->add_option("--search-threads", opt.search_threads,
                 "threads predicting the search's candidate schedules (0: every core; the answer is the same)")
       ->check(kNonNegative);
@@ -313,7 +313,7 @@ int main(int argc, char** argv) {
   AddLowClock(o, &opt.low_mhz,
               "simulated: trace the job a second time, and measure its power, with every GPU locked at this "
               "clock, so that the model learns how each pack's time and energy follow the clock (default auto: "
-              "70 % of the default clock; none: the model alone; README); with -- CMD: the same, on the GPUs; "
+              "70 % of the default clock; none: the model alone; docs/validation.md); with -- CMD: the same, on the GPUs; "
               "with --trace: the clock of --low-trace's run");
   o->add_option("--low-trace", opt.low_traces,
                 "with --trace: the same iterations traced with every GPU locked at --low-clock (repeatable)");

@@ -701,7 +701,7 @@ GpoeoSeries GpoeoOnGrid(const GpoeoSeries& s, double* step_s) {
 namespace {
 
 // The vote goes to the alias's iteration where the utilisation matches there with a mismatch under
-// this, and under this share of the readings' period's (README, GPOEO's detection: on the shipped
+// this, and under this share of the readings' period's (docs/gpoeo.md: on the shipped
 // models' held-out jobs, the ones read directly matched 1.25 times worse or more at the partner).
 constexpr double kVote = 0.7;
 constexpr double kVoteMaxLagS = 10;  // the longest distance between two updates compared

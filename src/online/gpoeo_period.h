@@ -167,7 +167,7 @@ GpoeoSeries GpoeoOnGrid(const GpoeoSeries& s, double* step_s = nullptr);
 // (GpoeoPairMismatch), at the readings' period and at its partner; the vote goes to the partner
 // where it matches clearly better. Where the partner is no longer than the coarsest grid's step
 // there is no vote. (Weighing whole fractions of the readings' period too, where the readings'
-// lattice folds as well at a multiple, voted wrong on 7 of 192 held-out jobs: README.)
+// lattice folds as well at a multiple, voted wrong on 7 of 192 held-out jobs: docs/gpoeo.md.)
 struct GpoeoVote {
   bool voted = false;
   double readings_s = 0, iteration_s = 0;  // the readings' period, and the partner behind it

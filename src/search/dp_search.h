@@ -49,7 +49,7 @@
 // 47 at 0 %: 4.62 % above the optimum, at it by work). On search_gap's 256 instances with kernels
 // split at landings it takes the mean gap 0.26 → 0.22 % and those over 3 % 2 → 1 (3.23 %), but it
 // keeps more states: PP-4's search at 0 % in emo bench 302 → 524 s, measured savings unchanged
-// within the seeds' spread (README).
+// within the seeds' spread (docs/search.md).
 // A sweep over pairs of points, one clock up and the other down, can then repair what the DP's
 // pruning lost where no single change can (SearchOptions::pairs; dp_search.cc: RefinePairs).
 //
@@ -80,7 +80,7 @@
 // limit sees, and the power controller lets the clock climb above it: on the simulated TP-8 job
 // (power-capped at 400 W, 1320-1380 MHz) a policy at 1245 MHz for 270 ms and the default for the
 // rest measured a point less slowdown and two points less saving than predicted, while 1245 MHz
-// throughout was predicted within 0.1 point of slowdown and 0.6 of saving (README). Locked below it, the clock is the
+// throughout was predicted within 0.1 point of slowdown and 0.6 of saving (docs/results.md). Locked below it, the clock is the
 // one set, and the model's own regime. When no schedule so kept fits the budget or saves energy
 // (a held stage on a pipeline's critical path at a zero budget), the search runs again with every
 // clock. SearchOptions::above_held turns the rule off.
@@ -125,7 +125,7 @@ struct SearchOptions {
   bool local_search = false;
   // Then pairs of points, one clock up and the other down (dp_search.cc: RefinePairs), within half
   // as many passes as the DP took. Off by default, like local_search: closer to the model's optimum
-  // (bench/search_gap.cc), but on `emo bench` PP-4 at 5 % measured over its budget with it (README).
+  // (bench/search_gap.cc), but on `emo bench` PP-4 at 5 % measured over its budget with it (docs/search.md).
   bool pairs = false;
   // Let groups held below the default clock in the traced run take clocks above the one they were
   // held at (see above); off by default.

@@ -71,7 +71,7 @@ struct DeviceSpec {
   double dvfs_latency_min_s = 0;  // a clock change takes effect after 5–15 ms
   double dvfs_latency_max_s = 0;
 
-  // Telemetry as NVML reports it on this product (the README's table names the sources).
+  // Telemetry as NVML reports it on this product (docs/simulator.md's table names the sources).
   double sensor_period_s = 0.1;    // power-sensor and energy-counter update interval
   double sensor_window_s = 0.1;    // the part of each period whose power the sensor averages (the
                                    // period's last 25 ms on A100/H100: power outside it goes unseen)

@@ -23,7 +23,7 @@
 namespace emo::sim {
 
 // Variation between runs and between GPUs of one model, as relative standard deviations (see the
-// README's table for the sources). Each run draws, per GPU, a factor on its kernels' durations and
+// docs/simulator.md's table for the sources). Each run draws, per GPU, a factor on its kernels' durations and
 // one on its power (thermal state, clock and memory-timing jitter: run to run), and per rank one on
 // its host's CPU work. Each GPU carries, for the whole cluster (`gpu_seed`), a factor on its power
 // (manufacturing variation of leakage and voltage: under a power limit it becomes a clock

@@ -41,7 +41,7 @@ check "optimize refuses a negative budget" test $rc -ne 0
 "$emo" optimize --workload "$workloads/dp2-gpt3-1.3b-a100.json" --profile "$tmp/truncated-profile.json" >/dev/null 2>"$tmp/err"; rc=$?
 check "optimize with a missing profile exits 1" test $rc -eq 1
 check "and names it" grep -q "truncated-profile.json" "$tmp/err"
-"$emo" bench --workloads "$workloads/offload-deepseek-v2-lite-a100.json" --methods static geepafs --seeds 1 \
+"$emo" bench --workloads "$workloads/offload-deepseek-v2-lite-a100.json" --methods zeus geepafs --seeds 1 \
   --md "$tmp/bench.md" >/dev/null 2>&1; rc=$?
 check "bench exits 0" test $rc -eq 0
 check "bench writes a markdown row per method" test "$(grep -c offload "$tmp/bench.md")" -eq 2
@@ -53,12 +53,6 @@ if [ -d "$workloads" ]; then
   "$emo" optimize --workload "$workloads/tp2-gpt3-6.7b-a100.json" --budget 0.05 --no-check --save-trace "$tmp/ot" \
     --save-packs "$tmp/ot-packs.json" --json "$tmp/ot-sim.json" >/dev/null 2>&1
   check "optimize saves its trace and pack metrics" test -f "$tmp/ot/rank-1.json" -a -f "$tmp/ot-packs.json"
-  "$emo" optimize --workload "$workloads/tp2-gpt3-6.7b-a100.json" --budget 0.05 --no-check --search-threads 1 \
-    --json "$tmp/ot-sim1.json" >/dev/null 2>&1
-  check "optimize --search-threads 1 finds the policy that every core found" python3 -c "
-import json, sys
-a, b = json.load(open('$tmp/ot-sim.json')), json.load(open('$tmp/ot-sim1.json'))
-sys.exit(0 if a['policy'] == b['policy'] and a['predicted'] == b['predicted'] and b['search']['threads'] == 1 else 1)"
   read -r ot_power ot_clock < <(python3 -c "
 import json; d = json.load(open('$tmp/ot-sim.json'))
 print(','.join(map(str, d['default_power_w'])), ','.join(map(str, d['mean_clock_mhz'])))")
@@ -78,7 +72,7 @@ d, p = json.load(open('$tmp/ot-trace.json')), json.load(open('$tmp/ot-policy.jso
 clocks = json.load(open('$workloads/../profiles/sim-a100.json'))['clocks_mhz']
 held = min(float(c) for c in '$ot_clock'.split(','))
 ceiling = max(c for c in clocks if c <= held)
-ok = held < 1410 and d['held_ceiling_mhz'] == [ceiling] and len(p['gpus']) == 2
+ok = held < 1410 and d['search']['held_ceiling_mhz'] == [ceiling] and len(p['gpus']) == 2
 ok = ok and all(g['changes'][0]['t_ms'] == 0 and max(c['mhz'] for c in g['changes']) <= ceiling for g in p['gpus'])
 sys.exit(0 if ok else 1)"
   "$emo" sim --workload "$workloads/tp2-gpt3-6.7b-a100.json" --seeds 2 --iterations 12 --measure "$tmp/ot-def.json" \
@@ -243,7 +237,8 @@ PY
   rm -f "$tmp/nvml.log"
   EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" FAKE_NVML_ENERGY_FROM_POWER=1 \
     "$emo" optimize --profile "$workloads/../profiles/sim-a100.json" --budget 0.05 -o "$tmp/job-policy.json" \
-    --measure --json "$tmp/job.json" -- python3 "$tmp/job.py" "$tmp/ot" >"$tmp/job.out" 2>"$tmp/job.err"; rc=$?
+    --search-threads 1 --measure --json "$tmp/job.json" -- python3 "$tmp/job.py" "$tmp/ot" >"$tmp/job.out" \
+    2>"$tmp/job.err"; rc=$?
   check "optimize -- CMD runs the job's steps and exits 0" test $rc -eq 0
   check "and leaves each step's files beside the policy" bash -c "cd '$tmp/job-policy.json.d' &&
     test -f default-run.json -a -f trace/emo-trace-rank1.json -a -f packs.json -a -f policy-run.json"
@@ -251,20 +246,22 @@ PY
     test -f '$tmp/job-policy.json.d/trace-low/emo-trace-rank1.json' &&
     grep -q '\"lock_mhz\": 990' '$tmp/job-policy.json.d/low-run.json' && grep -q 'lock 1 990' '$tmp/nvml.log' &&
     grep -q '\"low_clock_mhz\": 990' '$tmp/job.json'"
-  check "its JSON holds the prediction and the run under the policy" python3 -c "
+  check "its JSON holds the prediction, the run under the policy and the search's one thread" python3 -c "
 import json, sys
 j = json.load(open('$tmp/job.json'))
 p, m = j['predicted'], j['measured']
 print(f\"default {j['default_run']['time_s'] * 1e3:.1f} ms, measured {m['slowdown']:+.2%} time, {m['energy_saving']:.2%} saved\")
-sys.exit(0 if j['default_run']['per_iteration'] and p['slowdown'] <= 0.05 and 'energy_saving' in m else 1)"
+sys.exit(0 if j['default_run']['per_iteration'] and p['slowdown'] <= 0.05 and 'energy_saving' in m
+         and j['search']['threads'] == 1 else 1)"
   check "the policy's run locked clocks and every GPU ends reset" locked_then_reset
   EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_ENERGY_FROM_POWER=1 "$emo" optimize --budget 0.05 \
     -o "$tmp/job2-policy.json" -- python3 "$tmp/job.py" "$tmp/ot" 3 >/dev/null 2>"$tmp/err"; rc=$?
   check "a job that fails at default clocks stops it, naming the step" bash -c \
     "test $rc -eq 1 && grep -q 'the default run ended with status 3' '$tmp/err'"
+  # (Change points every 200 ms: what is under test is the fallback, not the search.)
   JOB_LOW_CUT=1 EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_ENERGY_FROM_POWER=1 "$emo" optimize \
     --profile "$workloads/../profiles/sim-a100.json" --budget 0.05 -o "$tmp/job3-policy.json" --json "$tmp/job3.json" \
-    -- python3 "$tmp/job.py" "$tmp/ot" >/dev/null 2>"$tmp/err"; rc=$?
+    --grid-ms 200 -- python3 "$tmp/job.py" "$tmp/ot" >/dev/null 2>"$tmp/err"; rc=$?
   check "a run at the low clock that launched other kernels is left out, said, and the model alone plans" bash -c "
     test $rc -eq 0 && grep -q 'lacks kernel.*the model alone is used' '$tmp/err' &&
     grep -q '\"low_clock_mhz\": 0' '$tmp/job3.json'"
@@ -322,9 +319,15 @@ done = True
 time.sleep(0.1)
 PY
   iteration_ms=$(python3 -c "import json; print(json.load(open('$tmp/ot-sim.json'))['predicted']['default_iteration_ms'])")
+  # A quarter of the packs' metrics missing: planned all the same, saying how much of the kernel time
+  # took the job's mix instead (with every pack known, nothing is said:
+  # PackModel.AWindowsPacksTakeKnownMetricsByHashAndTheJobsMixOtherwise).
+  python3 -c "
+import json; d = json.load(open('$tmp/ot-packs.json')); d['packs'] = d['packs'][1::4] + d['packs'][2::4] + d['packs'][3::4]
+json.dump(d, open('$tmp/ot-packs-some.json', 'w'))"
   rm -f "$tmp/nvml.log"
   EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml.log" FAKE_NVML_ENERGY_FROM_POWER=1 \
-    "$emo" run --adapt 5 --packs "$tmp/ot-packs.json" --profile "$workloads/../profiles/sim-a100.json" \
+    "$emo" run --adapt 5 --packs "$tmp/ot-packs-some.json" --profile "$workloads/../profiles/sim-a100.json" \
     --measure "$tmp/adapt.json" -- python3 "$tmp/adapt_job.py" "$tmp/ot" "$iteration_ms" >/dev/null 2>"$tmp/adapt.err"
   rc=$?
   check "run --adapt exits 0" test $rc -eq 0
@@ -334,22 +337,12 @@ import json, sys
 p = json.load(open('$tmp/adapt.json'))['adapt']['plans']
 sys.exit(0 if p and p[0]['ok'] and p[0]['window_iterations'] >= 4 else 1)\""
   check "its policy locked clocks and every GPU ends reset" locked_then_reset
-  check "with every pack profiled, no pack is reported unseen" bash -c "! grep -q 'never saw' '$tmp/adapt.err'"
-  # The same job with a quarter of its packs' metrics missing: planned, saying how much of the kernel
-  # time took the job's mix instead.
-  python3 -c "
-import json; d = json.load(open('$tmp/ot-packs.json')); d['packs'] = d['packs'][1::4] + d['packs'][2::4] + d['packs'][3::4]
-json.dump(d, open('$tmp/ot-packs-some.json', 'w'))"
-  EMO_NVML_LIBRARY="$fake_nvml" FAKE_NVML_LOG="$tmp/nvml2.log" FAKE_NVML_ENERGY_FROM_POWER=1 \
-    "$emo" run --adapt 5 --packs "$tmp/ot-packs-some.json" --profile "$workloads/../profiles/sim-a100.json" \
-    --measure "$tmp/adapt2.json" -- python3 "$tmp/adapt_job.py" "$tmp/ot" "$iteration_ms" >/dev/null 2>"$tmp/adapt2.err"
   check "packs --packs never saw are reported with their share of the kernel time" bash -c "grep 'never saw' \
-    '$tmp/adapt2.err' | head -1 | python3 -c \"
+    '$tmp/adapt.err' | head -1 | python3 -c \"
 import re, sys
 share = float(re.search(r'adapt: ([0-9.]+) % of', sys.stdin.read()).group(1))
 print('unseen share', share)
-sys.exit(0 if 0 < share <= 50 else 1)\" && python3 -c \"
-import json, sys; sys.exit(0 if json.load(open('$tmp/adapt2.json'))['adapt']['plans'][0]['ok'] else 1)\""
+sys.exit(0 if 0 < share <= 50 else 1)\""
   "$emo" run --adapt 5 -- true >/dev/null 2>"$tmp/err"; rc=$?
   check "run --adapt without --packs says what it needs" bash -c "test $rc -eq 1 && grep -q 'needs --packs' '$tmp/err'"
 fi

@@ -360,6 +360,11 @@ TEST(PackModel, AWindowsPacksTakeKnownMetricsByHashAndTheJobsMixOtherwise) {
                                       : 0,
                 1e-6)
         << MicrobenchName(static_cast<Microbench>(b));
+  // With B known too, no kernel time is in unknown packs (emo run --adapt then says nothing).
+  known.push_back(known[1]);
+  known.back().hash = 0xb;
+  EXPECT_EQ(PackProfileFromKnown(packing, known, &pp), 0.0);
+  EXPECT_EQ(pp.metrics[1].v, known[1].metrics.v);
 }
 
 TEST(PackModel, KnownPacksAreReadByHashWithClearErrors) {

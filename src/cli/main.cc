@@ -313,8 +313,8 @@ int main(int argc, char** argv) {
   AddLowClock(o, &opt.low_mhz,
               "simulated: trace the job a second time, and measure its power, with every GPU locked at this "
               "clock, so that the model learns how each pack's time and energy follow the clock (default auto: "
-              "70 % of the default clock; none: the model alone; docs/validation.md); with -- CMD: the same, on the GPUs; "
-              "with --trace: the clock of --low-trace's run");
+              "70 % of the default clock; none: the model alone; docs/validation.md); with -- CMD: the same, "
+              "on the GPUs; with --trace: the clock of --low-trace's run");
   o->add_option("--low-trace", opt.low_traces,
                 "with --trace: the same iterations traced with every GPU locked at --low-clock (repeatable)");
   o->add_option("--low-power-w", opt.low_power_w,

@@ -114,6 +114,22 @@ nlohmann::ordered_json ReportHeld(const SearchResult& sr, const std::vector<int>
   return j;
 }
 
+// The search's policy groups, and its figures in the results JSON: its cost, its threads, and what it
+// kept held.
+int PolicyGroups(const SearchOptions& so) {
+  return so.group.empty() ? 0 : *std::max_element(so.group.begin(), so.group.end()) + 1;
+}
+
+nlohmann::ordered_json SearchJson(const SearchResult& sr, const SearchOptions& so, nlohmann::ordered_json held) {
+  return {{"seconds", sr.seconds},
+          {"evaluations", sr.evaluations},
+          {"nodes_computed", sr.nodes_computed},
+          {"threads", sr.threads},
+          {"points", sr.points},
+          {"groups", PolicyGroups(so)},
+          {"held_ceiling_mhz", std::move(held)}};
+}
+
 // `emo optimize --trace`: the pipeline on a real job's measurements, without measured checks (the
 // job is not at hand): the policy of least predicted energy within the budget. The results JSON
 // goes to *result when given, else to --json.
@@ -143,8 +159,8 @@ int OptimizeTrace(const OptimizeOptions& opt, nlohmann::ordered_json* result = n
                               {"budget", opt.budget},
                               {"energy_scale", tp.predictor.energy_scale()},
                               {"low_clock_mhz", tp.low_mhz},
-                              {"default_power_w", tp.power_w},
-                              {"held_ceiling_mhz", ReportHeld(sr, tp.profile.clocks_mhz)}};
+                              {"default_power_w", tp.power_w}};
+  j["search"] = SearchJson(sr, so, ReportHeld(sr, tp.profile.clocks_mhz));
   if (!HandOver(opt, tp.predictor, sr, &policy, &j["predicted"], &err)) return fail(err);
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
   if (result) {
@@ -394,7 +410,6 @@ int RunOptimize(const OptimizeOptions& opt) {
   if (cs.kept_default) fmt::print("  no checked policy kept within the budget: the default clocks are kept\n");
   const SearchResult& sr = cs.result;
   FrequencyPolicy policy = cs.policy;
-  const int groups = so.group.empty() ? 0 : *std::max_element(so.group.begin(), so.group.end()) + 1;
   fmt::print("{} on {} x {}, budget {:.1f} %\n", program.name, predictor.gpus(), program.device, opt.budget * 100);
   fmt::print("  traced {} iterations: {} nodes, {} kernels in {} packs ({} unique, {} profiled ranges)\n",
              opt.trace_iterations, g.nodes(), pp.kernels_in_run, packing.packs(), pp.packs.size(), pp.cost.ranges);
@@ -402,7 +417,7 @@ int RunOptimize(const OptimizeOptions& opt) {
   fmt::print(
       "  search: {} policy group(s), {} change points, landings taken {:.1f} ms early/late, {} predictions, "
       "{:.2f} s\n",
-      groups, sr.points, so.dvfs_jitter_ms, sr.evaluations, sr.seconds);
+      PolicyGroups(so), sr.points, so.dvfs_jitter_ms, sr.evaluations, sr.seconds);
   const nlohmann::ordered_json held = ReportHeld(sr, pl.profile.clocks_mhz);
   nlohmann::ordered_json predicted;
   if (!HandOver(opt, predictor, sr, &policy, &predicted, &err)) return fail(err);
@@ -421,9 +436,7 @@ int RunOptimize(const OptimizeOptions& opt) {
   j["default_power_w"] = pl.default_power_w;
   j["mean_clock_mhz"] = pl.mean_clock_mhz;
   j["checks"] = cs.checks;
-  j["search"] = {{"seconds", sr.seconds},   {"evaluations", sr.evaluations}, {"nodes_computed", sr.nodes_computed},
-                 {"threads", sr.threads},   {"points", sr.points},           {"groups", groups},
-                 {"held_ceiling_mhz", held}};
+  j["search"] = SearchJson(sr, so, held);
   j["predicted"] = predicted;
   j["policy"] = nlohmann::ordered_json::parse(PolicyJson(policy));
 

@@ -80,10 +80,10 @@
 // limit sees, and the power controller lets the clock climb above it: on the simulated TP-8 job
 // (power-capped at 400 W, 1320-1380 MHz) a policy at 1245 MHz for 270 ms and the default for the
 // rest measured a point less slowdown and two points less saving than predicted, while 1245 MHz
-// throughout was predicted within 0.1 point of slowdown and 0.6 of saving (docs/results.md). Locked below it, the clock is the
-// one set, and the model's own regime. When no schedule so kept fits the budget or saves energy
-// (a held stage on a pipeline's critical path at a zero budget), the search runs again with every
-// clock. SearchOptions::above_held turns the rule off.
+// throughout was predicted within 0.1 point of slowdown and 0.6 of saving (docs/results.md).
+// Locked below it, the clock is the one set, and the model's own regime. When no schedule so kept
+// fits the budget or saves energy (a held stage on a pipeline's critical path at a zero budget),
+// the search runs again with every clock. SearchOptions::above_held turns the rule off.
 //
 // A clock command takes dvfs_latency_ms ± dvfs_jitter_ms to land, so a point's clock takes effect
 // at max(point time, latency): the command is issued at point time − latency, never before the

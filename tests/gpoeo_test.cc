@@ -598,6 +598,24 @@ TEST(Gpoeo, ReadsAnIterationJustUnderTwoReadingsOnTheSafeSide) {
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 600, 0.02, &gpoeo, false, 5);
 }
 
+// A 0.475 s iteration is 4.75 of the energy counter's 100 ms updates: four iterations put the
+// readings on a lattice of 19 phases, which folds them alike at 0.475 s and at its multiples. The
+// whole trace took 0.95 s, its shorter suffixes 0.475 s, and the estimates' disagreement read as
+// no period: GPOEO held the default clock. Estimates a whole number of times each other are the
+// same signal, and the shortest, which folds the whole trace about as well, is the period
+// (GpoeoDetectPeriod). (A held-out workload of a corpus made with `emo gpoeo train --device
+// sim:a100 --seed 11`, at the seed of its evaluation there.)
+TEST(Gpoeo, SuffixesReadingMultiplesOfOnePeriodAgree) {
+  sim::Program program;
+  ASSERT_NO_FATAL_FAILURE(BuildSpec(R"({"cpu": {"launch_gap_us": 20}, "device": "A100-SXM4-80GB",
+      "kind": "pp", "link": "nvlink", "name": "pp2-gpt-h1536-l8-s1024-b8-gap20-m8",
+      "model": {"arch": "gpt", "batch": 8, "heads": 12, "hidden": 1536, "layers": 8, "seq": 1024, "vocab": 50304},
+      "parallel": {"microbatches": 8, "pp": 2}})",
+                                    &program));
+  GpoeoRun gpoeo;
+  ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 400, 0.03, &gpoeo, true, 96);
+}
+
 // An iteration of 0.219 s, just over two of the counter's 100 ms updates: the suffixes of the
 // readings see it or its alias just under two (0.184 s) by turns, which read as the same period
 // (GpoeoPeriod.PeriodsJustOverTwoUpdates). Before, they disagreed and GPOEO found no period in

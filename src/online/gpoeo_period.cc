@@ -16,6 +16,10 @@ namespace emo {
 namespace {
 
 constexpr double kInvalid = 1e4;  // the score of an estimate the trace cannot test
+// Suffix estimates that are whole multiples or fractions of each other (GpoeoDetectPeriod): at
+// most this many times, within this share of the whole ratio (a multiple refined on the readings is
+// as close to whole as the period is measured: within 2 % on a suffix's few dozen periods).
+constexpr double kMaxMultiple = 4, kMultipleSlack = 0.02;
 
 double Mean(const double* x, size_t n) {
   double s = 0;
@@ -495,17 +499,46 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
   // the controller's probes tell which the iteration is (gpoeo.cc).
   for (double& t : r.estimates_s)
     if (t > dt_s && t < 2 * dt_s) t = 1 / (1 / dt_s - 1 / t);
-  const auto [lo, hi] = std::minmax_element(r.estimates_s.begin(), r.estimates_s.end());
-  r.spread = (*hi - *lo) / Mean(r.estimates_s.data(), r.estimates_s.size());
-  // T: the mean of the estimates near the best-scored one.
+  // EMO: each estimate at the best-scored one's scale. An estimate a whole number of times that
+  // one, or a whole fraction of it (up to kMaxMultiple times, within kMultipleSlack), is the same
+  // periodic signal: every multiple of a period folds the readings too, and on readings whose
+  // phases fall on a lattice (a period of L/k readings) the suffixes can each take another of its
+  // periods (an A100 pipeline of 0.475 s, 19 readings per 4 iterations: the whole trace took
+  // 0.95 s, its shorter suffixes 0.475 s, and the disagreement read as no period). The spread is
+  // that of the estimates so scaled.
   const size_t best = static_cast<size_t>(std::min_element(scores.begin(), scores.end()) - scores.begin());
+  const double at = r.estimates_s[best];
+  std::vector<double> scaled;
+  double fraction = 1;  // the shortest estimate's, as a whole fraction of the best-scored one
+  for (double t : r.estimates_s) {
+    const double ratio = t > at ? t / at : at / t, m = std::round(ratio);
+    const bool whole = m >= 2 && m <= kMaxMultiple && std::abs(ratio - m) <= kMultipleSlack * m;
+    scaled.push_back(!whole ? t : t > at ? t / m : t * m);
+    if (whole && t < at) fraction = std::max(fraction, m);
+  }
+  const auto [lo, hi] = std::minmax_element(scaled.begin(), scaled.end());
+  r.spread = (*hi - *lo) / Mean(scaled.data(), scaled.size());
+  // T: the mean of the estimates near the best-scored one; or that over the shortest estimate's
+  // fraction, where the whole trace folds about as well there (the same match_rel/match_abs as
+  // the choice among candidates): the period folds the readings at least as well as its
+  // multiples (FoldMismatch), and a fraction that only resembles it (a pipeline's micro-batches)
+  // folds them measurably worse.
   double sum = 0, count = 0;
-  for (double t : r.estimates_s)
-    if (std::abs(t - r.estimates_s[best]) <= o.stable_spread * r.estimates_s[best]) {
+  for (double t : scaled)
+    if (std::abs(t - at) <= o.stable_spread * at) {
       sum += t;
       count += 1;
     }
   r.period_s = sum / count;
+  if (fraction > 1) {
+    const double sd = Std(x.data(), x.size()), whole_lag = r.period_s / dt_s, lag = whole_lag / fraction;
+    auto fold = [&](double c) {
+      const double half = std::clamp(c * c / static_cast<double>(x.size()), 1.0, std::max(1.0, 0.1 * c));
+      return FoldMismatch(x, sd * sd, RefineFold(x, sd * sd, c, AliasFreeHalf(c, half, o.min_period_samples)),
+                          x.size());
+    };
+    if (fold(lag) <= fold(whole_lag) * (1 + o.match_rel) + o.match_abs) r.period_s /= fraction;
+  }
   r.score = scores[best];
   if (duration >= o.stable_periods * r.period_s && r.spread < o.stable_spread) {
     r.verdict = GpoeoVerdict::kPeriodic;

@@ -521,8 +521,9 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
   // T: the mean of the estimates near the best-scored one; or that over the shortest estimate's
   // fraction, where the whole trace folds about as well there (the same match_rel/match_abs as
   // the choice among candidates): the period folds the readings at least as well as its
-  // multiples (FoldMismatch), and a fraction that only resembles it (a pipeline's micro-batches)
-  // folds them measurably worse.
+  // multiples (FoldMismatch). A fraction that only resembles it can pass too: a 0.90 s A100
+  // pipeline's last suffix read a quarter of it, which folded the whole trace about as well, and
+  // its period was reported at that quarter's alias (docs/gpoeo.md; the clock held was the same).
   double sum = 0, count = 0;
   for (double t : scaled)
     if (std::abs(t - at) <= o.stable_spread * at) {

@@ -178,6 +178,14 @@ double RefineFold(const std::vector<double>& x, double var, double lag, double h
 // clamped back to min_lag, land on neither.
 double AliasFreeHalf(double lag, double half, double min_lag) { return std::max(0.0, std::min(half, lag - min_lag)); }
 
+// A candidate lag c (samples) moved to the least fold mismatch of x within a sample of it (a whole
+// lag or a spectral peak is that close to a period of a few samples; a longer period's spectral
+// peak is known to about c²/n, hence up to a tenth of c), kept above min_lag.
+double RefineCandidate(const std::vector<double>& x, double var, double c, double min_lag) {
+  const double half = std::clamp(c * c / static_cast<double>(x.size()), 1.0, std::max(1.0, 0.1 * c));
+  return RefineFold(x, var, c, AliasFreeHalf(c, half, min_lag));
+}
+
 // The readings' mean power in each of L phase classes (reading i in class i mod L), in the order
 // a period of L/k readings places them: class c starts at phase c·k/L of that period, so position
 // (c·k) mod L of L equal steps.
@@ -340,13 +348,10 @@ double Estimate(const std::vector<double>& x, double dt_s, const GpoeoPeriodOpti
     hi_lag = std::clamp(hi, lo_lag, max_lag);
   }
   if (cands.empty()) return 0;
-  // Each candidate moves to the least fold mismatch within a sample of it (a whole lag or a
-  // spectral peak is that close to a period of a few samples; a longer period's spectral peak is
-  // known to about T²/span, hence up to a tenth of T).
+  // Each candidate refined (RefineCandidate).
   std::vector<double> lags, ds, dips;
   for (double c : cands) {
-    const double half = std::clamp(c * c / static_cast<double>(n), 1.0, std::max(1.0, 0.1 * c));
-    const double refined = std::clamp(RefineFold(x, var, c, AliasFreeHalf(c, half, min_lag)), lo_lag, hi_lag);
+    const double refined = std::clamp(RefineCandidate(x, var, c, min_lag), lo_lag, hi_lag);
     // The lattice's smoothest period, unless it leaves the candidates' window (a clock cannot
     // produce it; the lattice's other periods fold the readings alike).
     const double resolved = ResolveLattice(x, var, refined, min_lag, max_lag, o);
@@ -483,9 +488,7 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
     // the whole trace's period fails to fold is evidence of another period (a phase change).
     const double sd = Std(suffix.data(), suffix.size());
     if (sd > 0 && s >= 0) {
-      const double c = t0 / dt_s, n_suffix = static_cast<double>(suffix.size());
-      const double half = std::clamp(c * c / n_suffix, 1.0, std::max(1.0, 0.1 * c));
-      const double lag = RefineFold(suffix, sd * sd, c, AliasFreeHalf(c, half, o.min_period_samples));
+      const double lag = RefineCandidate(suffix, sd * sd, t0 / dt_s, o.min_period_samples);
       const double d = FoldMismatch(suffix, sd * sd, lag, suffix.size());
       if (d <= s * (1 + o.match_rel) + o.match_abs) t = lag * dt_s, s = d;
     }
@@ -532,11 +535,10 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
     }
   r.period_s = sum / count;
   if (fraction > 1) {
-    const double sd = Std(x.data(), x.size()), whole_lag = r.period_s / dt_s, lag = whole_lag / fraction;
+    const double sd = Std(x.data(), x.size()), var = sd * sd;
+    const double whole_lag = r.period_s / dt_s, lag = whole_lag / fraction;
     auto fold = [&](double c) {
-      const double half = std::clamp(c * c / static_cast<double>(x.size()), 1.0, std::max(1.0, 0.1 * c));
-      return FoldMismatch(x, sd * sd, RefineFold(x, sd * sd, c, AliasFreeHalf(c, half, o.min_period_samples)),
-                          x.size());
+      return FoldMismatch(x, var, RefineCandidate(x, var, c, o.min_period_samples), x.size());
     };
     if (fold(lag) <= fold(whole_lag) * (1 + o.match_rel) + o.match_abs) r.period_s /= fraction;
   }

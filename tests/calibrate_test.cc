@@ -132,7 +132,8 @@ TEST(Calibrate, SimulatedA100GivesAUsableProfileAndResumes) {
   std::string err;
   ASSERT_TRUE(Calibrate(device, opt, &p, &err)) << err;
   EXPECT_EQ(last_done, total);
-  EXPECT_EQ(total, kMicrobenches * 3 + 2);  // the 12 at each clock and their metrics, then the floor
+  // The 12 at each clock and their metrics, then the floor and the collective at each clock.
+  EXPECT_EQ(total, kMicrobenches * 3 + 2 + 2);
   ASSERT_TRUE(CheckProfile(p, &err)) << err;
   EXPECT_EQ(p.device, a100.name);
   EXPECT_EQ(p.default_mhz, 1410);
@@ -191,6 +192,80 @@ TEST(Calibrate, SimulatedA100GivesAUsableProfileAndResumes) {
   EXPECT_FALSE(Calibrate(device, opt, &resumed, &err));
   EXPECT_NE(err.find("another device or clock set"), std::string::npos);
   std::filesystem::remove(partial);
+}
+
+// The collective curve, measured by timing all-reduces between two simulated GPUs at each clock:
+// flat (within 3 %) down to 70 % of the default clock, and clearly slower at the lowest clock,
+// where NCCL's copy loop is bound by the SM clock rather than the link.
+TEST(Calibrate, CollectiveCurveIsFlatAtHighClocksAndSlowerAtTheLowest) {
+  for (const char* name : {"3080ti", "a100"}) {
+    const sim::DeviceSpec& spec = *sim::FindDevice(name);
+    sim::SimBenchDevice device(spec, 5);
+    CalibrateOptions opt;
+    opt.clocks_mhz = SpreadClocks(device.SupportedClocks(), 7);
+    opt.window_s = 0.1;
+    std::string note;
+    opt.note = [&](const std::string& what) { note = what; };
+    DeviceProfile p;
+    std::string err;
+    ASSERT_TRUE(Calibrate(device, opt, &p, &err)) << name << ": " << err;
+    EXPECT_EQ(note, "") << name;
+    ASSERT_EQ(p.collective_time_ratio.size(), p.clocks_mhz.size()) << name;
+    EXPECT_EQ(p.collective_time_ratio.back(), 1.0) << name;  // the default clock anchors the ratios
+    for (int c = 0; c < p.clocks(); ++c) {
+      if (p.clocks_mhz[c] < 0.7 * p.default_mhz) continue;
+      EXPECT_NEAR(p.collective_time_ratio[c], 1, 0.03) << name << " at " << p.clocks_mhz[c] << " MHz";
+    }
+    EXPECT_GT(p.collective_time_ratio.front(), 1.15) << name << " at " << p.clocks_mhz.front() << " MHz";
+  }
+}
+
+// A device that runs the microbenchmarks (the simulator's, forwarded) but not collectives: it keeps
+// BenchDevice's RunCollective, which says it cannot.
+class NoCollectiveDevice : public BenchDevice {
+ public:
+  explicit NoCollectiveDevice(BenchDevice& inner) : inner_(inner) {}
+  std::string Name() const override { return inner_.Name(); }
+  std::vector<int> SupportedClocks() const override { return inner_.SupportedClocks(); }
+  std::vector<int> SupportedMemoryClocks() const override { return inner_.SupportedMemoryClocks(); }
+  bool Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
+           const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) override {
+    return inner_.Run(b, launches, poll_ms, start, poll, out, err);
+  }
+  bool RunJob(const MixJob& job, int iterations, double poll_ms, const std::function<void(GpuControl&)>& start,
+              const std::function<void(GpuControl&, double now_ns)>& poll, JobRun* out, std::string* err) override {
+    return inner_.RunJob(job, iterations, poll_ms, start, poll, out, err);
+  }
+  bool Profile(Microbench b, int launches, const std::vector<KernelRange>& ranges, std::vector<PackMetrics>* out,
+               ProfileCost* cost, std::string* err) override {
+    return inner_.Profile(b, launches, ranges, out, cost, err);
+  }
+
+ private:
+  BenchDevice& inner_;
+};
+
+TEST(Calibrate, DeviceWithoutCollectivesLeavesTheCurveEmptyAndSaysWhy) {
+  sim::SimBenchDevice sim_device(*sim::FindDevice("a100"), 9);
+  NoCollectiveDevice device(sim_device);
+  CalibrateOptions opt;
+  opt.clocks_mhz = {705, 1410};
+  opt.window_s = 0.1;
+  std::vector<std::string> notes;
+  opt.note = [&](const std::string& what) { notes.push_back(what); };
+  int last_done = 0, total = 0;
+  opt.progress = [&](int done, int t) { last_done = done, total = t; };
+  DeviceProfile p;
+  std::string err;
+  ASSERT_TRUE(Calibrate(device, opt, &p, &err)) << err;
+  EXPECT_TRUE(p.collective_time_ratio.empty());
+  ASSERT_EQ(notes.size(), 1u);  // once, not once per clock
+  EXPECT_NE(notes[0].find("not measured"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("two GPUs"), std::string::npos) << notes[0];
+  EXPECT_EQ(last_done, total);
+  EXPECT_EQ(p.kernel_floor_s.size(), 2u);  // the rest measured as ever
+  EXPECT_TRUE(CheckProfile(p, &err)) << err;
+  EXPECT_EQ(ProfileJson(p).find("collective_time_ratio"), std::string::npos);
 }
 
 }  // namespace

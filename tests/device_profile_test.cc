@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -31,6 +33,7 @@ TEST(DeviceProfile, JsonRoundTripIsExact) {
   p.bench[kBenchHmma].throttled_mhz.assign(p.clocks_mhz.size(), 0);
   p.bench[kBenchHmma].throttled_mhz.back() = 1350;  // held at 1350 MHz when locked at the top clock
   for (int f : p.clocks_mhz) p.kernel_floor_s.push_back(1e-6 + 420e-6 / f);
+  for (int f : p.clocks_mhz) p.collective_time_ratio.push_back(std::max(1.0, 705.0 / f));
   std::string err;
   DeviceProfile q;
   ASSERT_TRUE(ParseProfile("mem", ProfileJson(p), &q, &err)) << err;
@@ -100,6 +103,35 @@ TEST(DeviceProfile, ParseErrorsNameTheField) {
       },
       "field kernel_floor_s[4]: not a finite non-negative number");
   ExpectParseError([](nlohmann::json& j) { j["kernel_floor_s"] = "2us"; }, "field kernel_floor_s: expected an array");
+  ExpectParseError(
+      [](nlohmann::json& j) {
+        j["collective_time_ratio"] = {2.0, 1.0};
+      },
+      "field collective_time_ratio: 2 values for 8 clocks");
+  ExpectParseError(
+      [](nlohmann::json& j) {
+        j["collective_time_ratio"] = std::vector<double>(8, 1.0);
+        j["collective_time_ratio"][3] = 0;
+      },
+      "field collective_time_ratio[3]: not a finite positive number");
+  ExpectParseError(
+      [](nlohmann::json& j) {
+        j["collective_time_ratio"] = std::vector<double>(8, 1.0);
+        j["collective_time_ratio"][0] = "slow";
+      },
+      "field collective_time_ratio[0]: expected a number");
+
+  // CheckProfile alone, on a profile built in code: a negative or non-finite ratio is refused too.
+  DeviceProfile bad = test::SyntheticProfile();
+  bad.collective_time_ratio.assign(bad.clocks_mhz.size(), 1.0);
+  bad.collective_time_ratio[1] = -1.2;
+  std::string why;
+  EXPECT_FALSE(CheckProfile(bad, &why));
+  EXPECT_NE(why.find("field collective_time_ratio[1]"), std::string::npos) << why;
+  bad.collective_time_ratio[1] = std::nan("");
+  EXPECT_FALSE(CheckProfile(bad, &why));
+  bad.collective_time_ratio.clear();  // not measured: allowed
+  EXPECT_TRUE(CheckProfile(bad, &why)) << why;
 
   DeviceProfile out;
   std::string err;

@@ -65,6 +65,9 @@ int RunCalibrate(const CalibrateCliOptions& opt) {
       if (done == total) fmt::print(stderr, "\n");
       std::fflush(stderr);
     };
+  co.note = [&](const std::string& what) {
+    fmt::print(stderr, "{}emo calibrate: {}\n", opt.progress ? "\n" : "", what);
+  };
   DeviceProfile profile;
   if (!Calibrate(device, co, &profile, &err)) {
     fmt::print(stderr, "\nemo calibrate: {} (finished measurements are kept in {})\n", err, co.partial_path);
@@ -81,6 +84,18 @@ int RunCalibrate(const CalibrateCliOptions& opt) {
   fmt::print("  kernel floor (an empty kernel's time): {:.2f} us at {} MHz, {:.2f} us at {} MHz\n",
              profile.kernel_floor_s.front() * 1e6, profile.clocks_mhz.front(), profile.kernel_floor_s.back() * 1e6,
              profile.clocks_mhz.back());
+  // The collective curve: how much slower an all-reduce is at the lowest clock, and up to which
+  // clock the SM clock still slows it (by more than 2 %).
+  const std::vector<double>& ratio = profile.collective_time_ratio;
+  if (!ratio.empty()) {
+    size_t knee = ratio.size();
+    for (size_t c = 0; c < ratio.size(); ++c)
+      if (ratio[c] > 1.02) knee = c;
+    fmt::print("  all-reduce time over its time at {} MHz: {:.3f} at {} MHz; {}\n", profile.default_mhz, ratio.front(),
+               profile.clocks_mhz.front(),
+               knee == ratio.size() ? std::string("within 2 % of 1 at every clock")
+                                    : fmt::format("above 1.02 up to {} MHz", profile.clocks_mhz[knee]));
+  }
   // The cells where the GPU held a lower clock than the one locked (its power limit): the profile
   // keeps what it did there, as a pack at that setting would meet it, and marks them.
   for (int b = 0; b < kMicrobenches; ++b) {

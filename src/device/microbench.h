@@ -122,6 +122,15 @@ class BenchDevice {
   // ordinal, as MetricSource takes them).
   virtual bool Profile(Microbench b, int launches, const std::vector<KernelRange>& ranges,
                        std::vector<PackMetrics>* out, ProfileCost* cost, std::string* err) = 0;
+  // Runs `launches` all-reduces of `bytes` bytes back to back between two GPUs of this device's kind (as nccl-tests
+  // does), so that calibration can time a collective at each clock; `start(gpus)` runs before the first (lock the
+  // clock of every GPU there), and out gets each collective's start and end (ns). False with *err where the device
+  // cannot run one (the default: it needs two GPUs and NCCL).
+  virtual bool RunCollective(double /*bytes*/, int /*launches*/, const std::function<void(GpuControl&)>& /*start*/,
+                             BenchRun* /*out*/, std::string* err) {
+    *err = "this device does not run collectives (they need two GPUs and NCCL)";
+    return false;
+  }
 };
 
 }  // namespace emo

@@ -15,6 +15,10 @@ constexpr int kProfileLaunches = 12;     // a metrics run: launches 2..11 are pr
 constexpr double kSettleS = 0.03;        // beyond the 5-15 ms DVFS latency
 constexpr double kUpdateMarginS = 0.15;  // room for counter updates on both sides of the window
 constexpr int kFloorLaunches = 256;      // empty kernels per floor measurement
+// All-reduces per collective measurement (the first, a warm-up, not counted), each large enough
+// that NCCL's fixed latency is negligible beside the transfer.
+constexpr int kCollectiveLaunches = 8;
+constexpr double kCollectiveBytes = 256.0 * 1024 * 1024;
 
 struct Sample {
   double t_ns, energy_j, mhz;
@@ -24,6 +28,7 @@ struct Sample {
 struct Cells {
   std::vector<double> time_s, energy_j, throttled_mhz;  // [bench * clocks + c]
   std::vector<double> floor_s;                          // per clock; 0 = not yet
+  std::vector<double> collective_s;                     // per clock: an all-reduce's time; 0 = not yet
   std::vector<char> have_metrics;                       // per bench
   std::vector<std::array<double, kMetrics>> metrics;
 };
@@ -45,6 +50,11 @@ bool ReadPartial(const std::string& path, const std::string& device, const std::
         return false;
       }
       header = true;
+      continue;
+    }
+    if (j.contains("collective")) {
+      const auto it = std::find(clocks.begin(), clocks.end(), j.value("mhz", 0));
+      if (it != clocks.end()) cells->collective_s[static_cast<size_t>(it - clocks.begin())] = j.value("time_s", 0.0);
       continue;
     }
     const std::string name = j.value("bench", "");
@@ -193,6 +203,45 @@ bool MeasureFloor(BenchDevice& dev, int mhz, double poll_ms, double* floor_s, st
   return true;
 }
 
+// An all-reduce's time at `mhz` (every GPU locked there): the mean time of kCollectiveLaunches
+// back to back, the first (a warm-up) left out. False with *err where the device cannot run one
+// (*unsupported) or the run failed.
+bool MeasureCollective(BenchDevice& dev, int mhz, double* time_s, bool* unsupported, std::string* err) {
+  *unsupported = false;
+  std::string lock_err;
+  auto start = [&](GpuControl& gpus) {
+    for (int g = 0; g < gpus.Count(); ++g)
+      if (!gpus.SetLockedClock(g, mhz, &lock_err)) {
+        lock_err = "locking GPU " + std::to_string(g) + " at " + std::to_string(mhz) + " MHz: " + lock_err;
+        return;
+      }
+  };
+  BenchRun run;
+  if (!dev.RunCollective(kCollectiveBytes, kCollectiveLaunches, start, &run, err)) {
+    *unsupported = true;
+    return false;
+  }
+  const std::string what = "all-reduce at " + std::to_string(mhz) + " MHz: ";
+  if (!lock_err.empty()) {
+    *err = what + lock_err;
+    return false;
+  }
+  if (run.launch_end_ns.size() != static_cast<size_t>(kCollectiveLaunches) ||
+      run.launch_start_ns.size() != run.launch_end_ns.size()) {
+    *err = what + "the run reported " + std::to_string(run.launch_end_ns.size()) + " of " +
+           std::to_string(kCollectiveLaunches) + " collectives";
+    return false;
+  }
+  double sum = 0;
+  for (size_t i = 1; i < run.launch_end_ns.size(); ++i) sum += run.launch_end_ns[i] - run.launch_start_ns[i];
+  *time_s = sum / static_cast<double>(run.launch_end_ns.size() - 1) * 1e-9;
+  if (!(*time_s > 0)) {
+    *err = what + "the collectives took no time";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<int> SpreadClocks(const std::vector<int>& supported, int n) {
@@ -257,6 +306,7 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
   cells.have_metrics.assign(kMicrobenches, 0);
   cells.metrics.assign(kMicrobenches, {});
   cells.floor_s.assign(nc, 0);
+  cells.collective_s.assign(nc, 0);
   if (!opt.partial_path.empty()) {
     if (!ReadPartial(opt.partial_path, dev.Name(), clocks, &cells, err)) return false;
     std::ifstream probe(opt.partial_path, std::ios::ate);
@@ -266,7 +316,7 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
     if (probe && probe.tellg() > 0 && probe.seekg(-1, std::ios::end)) probe.get(last);
     if (last != '\n') std::ofstream(opt.partial_path, std::ios::app) << "\n";
   }
-  const int total = kMicrobenches * static_cast<int>(nc + 1) + static_cast<int>(nc);
+  const int total = kMicrobenches * static_cast<int>(nc + 1) + 2 * static_cast<int>(nc);
   int done = 0;
   ProfileCost cost;
   for (int bi = 0; bi < kMicrobenches; ++bi) {
@@ -348,6 +398,27 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
     }
     if (opt.progress) opt.progress(++done, total);
   }
+  // The collective curve, highest clock first: the default anchors the ratios, and a device that
+  // cannot run a collective says so on the first.
+  bool collectives = true;
+  for (size_t c = nc; c-- > 0;) {
+    if (collectives && cells.collective_s[c] <= 0) {
+      bool unsupported = false;
+      std::string why;
+      if (!MeasureCollective(dev, clocks[c], &cells.collective_s[c], &unsupported, &why)) {
+        if (!unsupported) {
+          *err = why;
+          return false;
+        }
+        collectives = false;
+        if (opt.note) opt.note("collective time curve not measured: " + why);
+      } else if (!Append(opt.partial_path,
+                         {{"collective", "all_reduce"}, {"mhz", clocks[c]}, {"time_s", cells.collective_s[c]}}, err)) {
+        return false;
+      }
+    }
+    if (opt.progress) opt.progress(++done, total);
+  }
   DeviceProfile p;
   p.device = dev.Name();
   p.clocks_mhz = clocks;
@@ -364,6 +435,9 @@ bool Calibrate(BenchDevice& dev, const CalibrateOptions& opt, DeviceProfile* out
     p.bench[bi].SetThrottled(std::move(throttled));
   }
   p.kernel_floor_s = cells.floor_s;
+  if (collectives)
+    for (size_t c = 0; c < nc; ++c)
+      p.collective_time_ratio.push_back(cells.collective_s[c] / cells.collective_s[nc - 1]);
   if (!CheckProfile(p, err)) return false;
   *out = std::move(p);
   return true;

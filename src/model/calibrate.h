@@ -13,6 +13,11 @@
 // The kernel floor (DeviceProfile::kernel_floor_s) at each clock: 256 empty kernels behind their
 // gate, each timed from its start to its end.
 //
+// The collective curve (DeviceProfile::collective_time_ratio) at each clock: every GPU locked
+// there, kCollectiveLaunches all-reduces of 256 MiB between two GPUs (BenchDevice::RunCollective),
+// the mean time of all but the first over that at the default clock. A device that cannot run one
+// leaves the curve empty, and `note` says why.
+//
 // Resumable: every finished measurement is appended to PROFILE.partial (JSON lines); a later run
 // with the same device and clocks skips what is there.
 #pragma once
@@ -35,6 +40,7 @@ struct CalibrateOptions {
   std::string partial_path;                           // the resume file; "" for none
   std::string command, date;                          // provenance
   std::function<void(int done, int total)> progress;  // after each measurement
+  std::function<void(const std::string&)> note;       // a measurement left out, and why
 };
 
 // The default subset of clocks: `n` clocks spread evenly over `supported` by index, always with

@@ -70,6 +70,12 @@ bool CheckProfile(const DeviceProfile& p, std::string* err) {
   for (size_t i = 0; i < p.kernel_floor_s.size(); ++i)
     if (!std::isfinite(p.kernel_floor_s[i]) || p.kernel_floor_s[i] < 0)
       return fail("field kernel_floor_s[" + std::to_string(i) + "]: not a finite non-negative number");
+  if (!p.collective_time_ratio.empty() && p.collective_time_ratio.size() != p.clocks_mhz.size())
+    return fail("field collective_time_ratio: " + std::to_string(p.collective_time_ratio.size()) + " values for " +
+                std::to_string(p.clocks()) + " clocks");
+  for (size_t i = 0; i < p.collective_time_ratio.size(); ++i)
+    if (!std::isfinite(p.collective_time_ratio[i]) || p.collective_time_ratio[i] <= 0)
+      return fail("field collective_time_ratio[" + std::to_string(i) + "]: not a finite positive number");
   return true;
 }
 
@@ -140,12 +146,15 @@ bool ParseProfile(const std::string& source, const std::string& text, DeviceProf
     }
     bench.SetThrottled(std::move(throttled));
   }
-  if (j.contains("kernel_floor_s")) {
-    const auto& jf = j["kernel_floor_s"];
-    if (!jf.is_array()) return fail("field kernel_floor_s: expected an array");
-    for (size_t i = 0; i < jf.size(); ++i) {
-      if (!jf[i].is_number()) return fail("field kernel_floor_s[" + std::to_string(i) + "]: expected a number");
-      p.kernel_floor_s.push_back(jf[i].get<double>());
+  for (const char* key : {"kernel_floor_s", "collective_time_ratio"}) {  // optional
+    if (!j.contains(key)) continue;
+    const auto& ja = j[key];
+    if (!ja.is_array()) return fail(std::string("field ") + key + ": expected an array");
+    std::vector<double>& v = std::string(key) == "kernel_floor_s" ? p.kernel_floor_s : p.collective_time_ratio;
+    for (size_t i = 0; i < ja.size(); ++i) {
+      if (!ja[i].is_number())
+        return fail(std::string("field ") + key + "[" + std::to_string(i) + "]: expected a number");
+      v.push_back(ja[i].get<double>());
     }
   }
   std::string why;
@@ -182,6 +191,7 @@ std::string ProfileJson(const DeviceProfile& p) {
   }
   j["benchmarks"] = benches;
   if (!p.kernel_floor_s.empty()) j["kernel_floor_s"] = p.kernel_floor_s;
+  if (!p.collective_time_ratio.empty()) j["collective_time_ratio"] = p.collective_time_ratio;
   return j.dump(2);
 }
 

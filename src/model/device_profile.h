@@ -8,7 +8,7 @@
 //    "provenance": {"date": "2025-01-31", "command": "emo calibrate ...", "source": "nvml+cupti"},
 //    "benchmarks": {"int_alu": {"metrics": {"sm_cycles_active": 1.2e6, ...every MetricName...},
 //                               "time_s": [one per clock], "energy_j": [one per clock]}, ...all 12...},
-//    "kernel_floor_s": [one per clock, optional]}
+//    "kernel_floor_s": [one per clock, optional], "collective_time_ratio": [one per clock, optional]}
 #pragma once
 
 #include <array>
@@ -48,6 +48,11 @@ struct DeviceProfile {
   // every kernel pays, which no metric shows. Empty when not measured (a profile made before it),
   // which the pack model takes as no floor.
   std::vector<double> kernel_floor_s;
+  // Per clock of clocks_mhz, an all-reduce's time at that clock over its time at the default clock,
+  // timed between two GPUs of this kind (NCCL's copy loop runs on the SMs, so a low clock can slow
+  // it). Empty when not measured (a profile made before it, or a device that cannot run one), which
+  // the model takes as a collective's time not depending on the clock.
+  std::vector<double> collective_time_ratio;
   Provenance provenance;
 
   int clocks() const { return static_cast<int>(clocks_mhz.size()); }
@@ -58,7 +63,8 @@ struct DeviceProfile {
 // Whether a profile is usable: a device name; clocks positive and strictly ascending; the default
 // among them; for every benchmark, metrics finite and non-negative, a time and an energy per
 // clock, finite and positive, and throttled clocks (if any) one per clock, each 0 or below its
-// clock; the kernel floor, if any, one per clock, finite and non-negative. False with *err naming the field.
+// clock; the kernel floor, if any, one per clock, finite and non-negative; the collective time ratio,
+// if any, one per clock, finite and positive. False with *err naming the field.
 bool CheckProfile(const DeviceProfile& p, std::string* err);
 
 // JSON in and out. Errors name the source (a file) and the field. Parsing also runs CheckProfile.

@@ -78,6 +78,49 @@ Program MicrobenchProgram(const DeviceSpec& spec, Microbench b, int launches) {
   return p;
 }
 
+Program CollectiveProgram(const DeviceSpec& spec, double bytes, int launches) {
+  Program p;
+  p.name = "microbench-allreduce";
+  p.device = spec.name;
+  p.link_bytes_per_s = spec.link_bandwidth_bps;
+  p.kernels.push_back({"ncclKernel_AllReduce_RING_SIMPLE_Sum_float", AllReduceKernel(bytes, 2, 4)});
+  KernelTraits gate = MicrobenchTraits(spec, kBenchEmpty);
+  gate.overhead_s += kEmptyGateS;
+  p.kernels.push_back({"emo_bench_gate", gate});
+  Group group;
+  group.ranks = {0, 1};
+  group.kind = CollectiveKind::kAllReduce;
+  group.name = "allreduce";
+  p.groups.push_back(group);
+  RankProgram rank;
+  Thread t;
+  Instr launch;
+  launch.op = Op::kLaunch;
+  launch.stream = 0;
+  launch.kernel = 1;
+  t.code.push_back(launch);
+  for (int i = 0; i < launches; ++i) {
+    Instr gap;
+    gap.op = Op::kCpu;
+    gap.cpu_ns = kLaunchGapNs;
+    t.code.push_back(gap);
+    Instr all_reduce;
+    all_reduce.op = Op::kCollective;
+    all_reduce.stream = 0;
+    all_reduce.kernel = 0;
+    all_reduce.group = 0;
+    all_reduce.bytes = bytes;
+    t.code.push_back(all_reduce);
+  }
+  Instr sync;
+  sync.op = Op::kStreamSync;
+  sync.stream = 0;
+  t.code.push_back(sync);
+  rank.threads.push_back(t);
+  p.ranks.assign(2, rank);
+  return p;
+}
+
 Program MixJobProgram(const DeviceSpec& spec, const MixJob& job) {
   Program p;
   p.name = "mixjob";
@@ -153,6 +196,35 @@ bool SimBenchDevice::Run(Microbench b, int launches, double poll_ms, const std::
   if (static_cast<int>(out->launch_end_ns.size()) != launches) {
     *err = "the simulated run traced " + std::to_string(out->launch_end_ns.size()) + " of " + std::to_string(launches) +
            " launches";
+    return false;
+  }
+  return true;
+}
+
+bool SimBenchDevice::RunCollective(double bytes, int launches, const std::function<void(GpuControl&)>& start,
+                                   BenchRun* out, std::string* err) {
+  const Program program = CollectiveProgram(spec_, bytes, launches);
+  EngineOptions eo;
+  eo.iterations = 1;
+  eo.seed = seed_++;
+  eo.record_trace = true;
+  Engine engine(program, eo);
+  SimGpuControl gpus(&engine);
+  start(gpus);
+  if (!engine.Run(err)) return false;
+  // Rank 0's collectives, as events recorded before and after each would give them.
+  out->launch_start_ns.clear();
+  out->launch_end_ns.clear();
+  for (const GpuOp& op : engine.trace().ranks[0].ops)
+    if (op.kind == GpuOpKind::kKernel && op.is_comm) {
+      out->launch_start_ns.push_back(static_cast<double>(op.start_ns));
+      out->launch_end_ns.push_back(static_cast<double>(op.end_ns));
+    }
+  std::sort(out->launch_start_ns.begin(), out->launch_start_ns.end());
+  std::sort(out->launch_end_ns.begin(), out->launch_end_ns.end());
+  if (static_cast<int>(out->launch_end_ns.size()) != launches) {
+    *err = "the simulated run traced " + std::to_string(out->launch_end_ns.size()) + " of " + std::to_string(launches) +
+           " all-reduces";
     return false;
   }
   return true;

@@ -25,6 +25,11 @@ Program MicrobenchProgram(const DeviceSpec& spec, Microbench b, int launches);
 // launch, cudaStreamSynchronize, then the host gap); run it for as many iterations as wanted.
 Program MixJobProgram(const DeviceSpec& spec, const MixJob& job);
 
+// Two GPUs of `spec` joined by its link (DeviceSpec::link_bandwidth_bps), one thread each: the gate
+// (kEmptyGateS, during which the clocks land), then `launches` all-reduces of `bytes` between the
+// two on stream 0 (a short CPU gap before each), then cudaStreamSynchronize.
+Program CollectiveProgram(const DeviceSpec& spec, double bytes, int launches);
+
 class SimBenchDevice : public BenchDevice {
  public:
   // `spec` must outlive the device. Every Run() draws a new noise seed from `seed`.
@@ -38,6 +43,8 @@ class SimBenchDevice : public BenchDevice {
               const std::function<void(GpuControl&, double now_ns)>& poll, JobRun* out, std::string* err) override;
   bool Profile(Microbench b, int launches, const std::vector<KernelRange>& ranges, std::vector<PackMetrics>* out,
                ProfileCost* cost, std::string* err) override;
+  bool RunCollective(double bytes, int launches, const std::function<void(GpuControl&)>& start, BenchRun* out,
+                     std::string* err) override;
 
  private:
   const DeviceSpec& spec_;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 
@@ -97,6 +98,63 @@ TEST(Predict, SplitAtLandingsALandingInsideAKernelSlowsTheRestOfIt) {
 // The iteration began 1 s before the graph's origin (host work before the first CUDA call): the
 // GPU idles from then on. Unlocked (an empty schedule), its gaps draw the idle power the traced
 // run showed (30 W: the driver had lowered the idle clock); locked at any clock, that clock's.
+// A collective follows the clock in force when it starts, by the profile's ratio: CPU call 0 (1 µs)
+// launches kernel 1 (10 ms, a pack as in TwoPacks), then NCCL kernel 2 (10 ms, no pack) follows on
+// the stream; a collective takes 1.5 times as long at 1000 MHz as at the default. 1000 MHz landing
+// at 5 ms: kernel 1 started at the default clock and ends at 10.001 ms, the collective starts at
+// 1000 MHz and takes 15 ms, to 25.001 ms (without the ratio 20.001 ms). Landing at 15 ms, after
+// it started: 20.001 ms. With kernels split at landings, kernel 1 is slowed from 5 ms as in
+// SplitAtLandingsALandingInsideAKernelSlowsTheRestOfIt (to 15.002 ms), the collective then 15 ms.
+TEST(Predict, ACollectiveTakesItsClocksTimeRatio) {
+  PackedGraph pg = Chain({1e3, 10e6, 10e6});
+  pg.g.kind[2] = NodeKind::kComm;
+  Packing& pk = pg.p;
+  pk.pack_of[2] = kNoPack;
+  pk.members.pop_back();
+  pk.member_begin.pop_back();
+  for (auto* a : {&pk.start_ns, &pk.end_ns, &pk.busy_ns}) a->pop_back();
+  pk.rank.pop_back();
+  pk.stream.pop_back();
+  pk.hash.pop_back();
+  pk.unique.pop_back();
+  PredictorInput in = TwoPacks(pg, 3.0001);
+  in.pack_time_s.resize(2);
+  in.pack_energy_j.resize(2);
+  std::string err;
+  Predictor plain;
+  ASSERT_TRUE(plain.Init(in, &err)) << err;
+  EXPECT_NEAR(plain.Run({{{5e6, 0}}}).end_ns, 20.001e6, 1e-3);
+  in.comm_time_ratio = {1.5, 1};
+  for (bool split : {false, true}) {
+    SCOPED_TRACE(split);
+    in.split_at_landings = split;
+    Predictor p;
+    ASSERT_TRUE(p.Init(in, &err)) << err;
+    EXPECT_NEAR(p.base().end_ns, 20.001e6, 1e-3);
+    EXPECT_NEAR(p.Run({{{5e6, 0}}}).end_ns, (split ? 15.002e6 : 10.001e6) + 15e6, 1e-3);
+    EXPECT_NEAR(p.Run({{{15e6, 0}}}).end_ns, 20.001e6, 1e-3);
+  }
+  in.comm_time_ratio = {1.5};
+  Predictor p;
+  EXPECT_FALSE(p.Init(in, &err));
+  EXPECT_NE(err.find("collective"), std::string::npos) << err;
+}
+
+// The profile's curve as the pass takes it: never falling as the clock drops, the noise pooled
+// (1.05 at 1500 MHz and 0.99 at 1000 MHz become their mean), at least 1, and 1 above the default.
+TEST(Predict, CollectiveRatioNeverFallsAsTheClockDrops) {
+  DeviceProfile profile;
+  profile.clocks_mhz = {500, 1000, 1500, 2000, 2100};
+  profile.default_mhz = 2000;
+  EXPECT_TRUE(CollectiveRatio(profile).empty());
+  profile.collective_time_ratio = {1.3, 0.99, 1.05, 1.0, 1.2};
+  const std::vector<double> r = CollectiveRatio(profile), want{1.3, 1.02, 1.02, 1.0, 1.0};
+  ASSERT_EQ(r.size(), want.size());
+  for (size_t c = 0; c < r.size(); ++c) EXPECT_NEAR(r[c], want[c], 1e-12) << c;
+  profile.collective_time_ratio = {1.1, 0.97, 0.99, 1.0, 1.0};
+  EXPECT_EQ(CollectiveRatio(profile), (std::vector<double>{1.1, 1, 1, 1, 1}));
+}
+
 TEST(Predict, UnlockedGapsDrawTheObservedIdlePower) {
   const PackedGraph pg = Chain({1e3, 10e6, 10e6});
   // Outside packs: 1 s before the origin plus 1 µs. Packs 6 J at the default clock.
@@ -339,6 +397,22 @@ TEST(PredictFrom, MatchesTheWholePassOnASimulatedPipeline) {
   ASSERT_EQ(inst.pred.iterations(), 3);
   ExpectRunFromMatchesRun(inst.pred, 8, 4, 10);
   ExpectRunFromMatchesRunSplit(inst.pred, 8, 4, 10);
+}
+
+// The same, with its send/recv kernels following the clock (collective_time_ratio): a change of
+// clock where a collective starts is where the resumed pass must start.
+TEST(PredictFrom, MatchesTheWholePassWithCollectivesFollowingTheClock) {
+  SimulatedInstance inst("pp2-qwen2-7b-uniform-a100.json", 3);
+  ASSERT_EQ(inst.err, "");
+  PredictorInput in = inst.pred.input();
+  in.comm_time_ratio = {1.6, 1.3, 1.1, 1.02, 1};
+  Predictor pred;
+  std::string err;
+  ASSERT_TRUE(pred.Init(in, &err)) << err;
+  ASSERT_GT(std::count(inst.g.kind.begin(), inst.g.kind.end(), NodeKind::kComm), 0);
+  EXPECT_GT(pred.Run(Schedule(pred.gpus(), {{0, 0}})).end_ns, inst.pred.Run(Schedule(pred.gpus(), {{0, 0}})).end_ns);
+  ExpectRunFromMatchesRun(pred, 9, 4, 10);
+  ExpectRunFromMatchesRunSplit(pred, 9, 4, 10);
 }
 
 }  // namespace

@@ -106,6 +106,34 @@ std::vector<double> HeldClocks(const Packing& packing, const std::vector<double>
   return held;
 }
 
+std::vector<double> CollectiveRatio(const DeviceProfile& profile) {
+  std::vector<double> r = profile.collective_time_ratio;
+  // Pool adjacent violators, from the default clock down: blocks of clocks (first index, sum,
+  // count) whose means rise as the clock drops.
+  struct Block {
+    size_t first;
+    double sum;
+    int count;
+  };
+  std::vector<Block> blocks;
+  for (size_t c = r.size(); c-- > 0;) {
+    if (profile.clocks_mhz[c] > profile.default_mhz) continue;
+    blocks.push_back({c, r[c], 1});
+    while (blocks.size() >= 2 &&
+           blocks[blocks.size() - 2].sum / blocks[blocks.size() - 2].count > blocks.back().sum / blocks.back().count) {
+      const Block last = blocks.back();
+      blocks.pop_back();
+      blocks.back().sum += last.sum;
+      blocks.back().count += last.count;
+      blocks.back().first = last.first;
+    }
+  }
+  for (double& x : r) x = 1;
+  for (const Block& b : blocks)
+    for (size_t c = b.first; c < b.first + static_cast<size_t>(b.count); ++c) r[c] = std::max(1.0, b.sum / b.count);
+  return r;
+}
+
 bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, const PackProfile& pp,
                     const DeviceProfile& profile, const DefaultRun& run, Predictor* predictor, PackTables* tables,
                     std::string* err) {
@@ -122,6 +150,7 @@ bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, 
   in.idle_power_w = model.idle_power_w();
   in.default_idle_power_w = DefaultIdlePower(packing, run.clock_samples, profile.clocks_mhz, in.idle_power_w);
   in.held_mhz = HeldClocks(packing, pack_mhz, static_cast<int>(trace.ranks.size()), profile.default_mhz);
+  in.comm_time_ratio = CollectiveRatio(profile);
   for (const Iteration& it : trace.ranks[0].iterations)
     in.iteration_start_ns.push_back(static_cast<double>(it.start_ns - g.origin_ns));
   // The traced span: given, or from the graph's origin to its last observed end.

@@ -67,9 +67,18 @@ std::vector<double> HeldClocks(const Packing& packing, const std::vector<double>
 // takes the factor m1 that makes it draw the measured power over its predicted span; at clock f
 // the factor is 1 + (m1 − 1)(f0 − f)/(f0 − f1), f0 the default, held to [0.5, 2] (1 at f0, where
 // the per-GPU factor above was fitted).
+//
+// Collectives follow the clock by the profile's collective_time_ratio (CollectiveRatio).
 bool BuildPredictor(const Trace& trace, const Graph& g, const Packing& packing, const PackProfile& pp,
                     const DeviceProfile& profile, const DefaultRun& run, Predictor* predictor, PackTables* tables,
                     std::string* err);
+
+// The profile's collective time ratios as the pass takes them (PredictorInput::comm_time_ratio):
+// a lower clock never speeds a collective up, so the measured ratios are fitted by the closest
+// curve (least squares) that never falls as the clock drops, pooling the measurement's noise
+// rather than keeping its peaks, and held to at least 1 (1 above the default clock); empty where
+// the profile has none.
+std::vector<double> CollectiveRatio(const DeviceProfile& profile);
 
 // The policy the search finds on a model at `budget` (so's other options; replica groups from g),
 // with its budget and predicted default iteration time: a plan of EMO's online loop.

@@ -36,6 +36,16 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
       *err = "idle power is not positive";
       return false;
     }
+  if (!in.comm_time_ratio.empty() && in.comm_time_ratio.size() != nc) {
+    *err = "collective time ratios given for " + std::to_string(in.comm_time_ratio.size()) + " clocks, not " +
+           std::to_string(nc);
+    return false;
+  }
+  for (double r : in.comm_time_ratio)
+    if (!(r > 0) || !std::isfinite(r)) {
+      *err = "a collective time ratio is not positive and finite";
+      return false;
+    }
   gpus_ = 0;
   for (size_t v = 0; v < n; ++v) gpus_ = std::max(gpus_, g.rank[v] + 1);
   if (in.measured_energy_j.size() != static_cast<size_t>(gpus_)) {
@@ -79,6 +89,16 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
       const uint32_t v = pk.members[i];
       kernel_share_[v] = duration_ns > 0 ? g.duration[v] / duration_ns : 1 / static_cast<double>(end - begin);
     }
+  }
+  comm_nodes_.clear();
+  comm_index_.clear();
+  if (!in_.comm_time_ratio.empty()) {
+    comm_index_.assign(n, -1);
+    for (size_t v = 0; v < n; ++v)
+      if (g.kind[v] == NodeKind::kComm && g.rank[v] >= 0) {
+        comm_index_[v] = static_cast<int32_t>(comm_nodes_.size());
+        comm_nodes_.push_back(static_cast<uint32_t>(v));
+      }
   }
   is_marker_.assign(n, 0);
   for (uint32_t v : marker_node_)
@@ -164,6 +184,8 @@ Predictor::Result Predictor::Run(const Schedule& s, PassState* st) const {
   if (in_.split_at_landings)
     for (std::vector<double>* a : {&st->pack_end_ns, &st->pack_time_s, &st->pack_idle_j, &st->pack_dynamic_j})
       a->assign(in_.packing->packs(), 0);
+  st->comm_offset_ns.assign(comm_nodes_.size(), 0);
+  st->comm_clock.assign(comm_nodes_.size(), in_.default_clock);
   st->iteration_writes.clear();
   st->iter_start_ns = in_.iteration_start_ns;
   st->iter_known.assign(in_.iteration_start_ns.size(), 0);
@@ -195,10 +217,25 @@ size_t Predictor::FirstAffectedNode(const Schedule& s, const Schedule& from_s, c
     any = true;
   }
   if (!any) return in_.graph->nodes();
+  // The first communication node whose clock under s differs from the one it ran at (as for packs,
+  // below: up to it every node's inputs are the same), then the first such pack before it.
+  size_t first_comm = in_.graph->nodes();
+  for (size_t i = 0; i < comm_nodes_.size(); ++i) {
+    const uint32_t v = comm_nodes_[i];
+    const int k = node_iteration_[v], gpu = in_.graph->rank[v];
+    if (k < 0) continue;
+    const double x = from.comm_offset_ns[i];
+    if (x < (k == 0 ? first0[gpu] : first1[gpu])) continue;
+    if (ClockAt(s, gpu, k, x) != from.comm_clock[i]) {
+      first_comm = v;
+      break;
+    }
+  }
   // The first pack (in pass order) whose clock under s differs from the one it ran at: before its
   // first member every node's inputs are the same, so its offset is what `from` recorded.
   for (uint32_t p : pack_order_) {
     const uint32_t v = first_member_[p];
+    if (v >= first_comm) break;
     const int k = node_iteration_[v], gpu = in_.packing->rank[p];
     if (in_.split_at_landings) {
       // Its members saw the landings up to their latest finish (infinite where they span iterations).
@@ -211,7 +248,7 @@ size_t Predictor::FirstAffectedNode(const Schedule& s, const Schedule& from_s, c
     if (x < (k == 0 ? first0[gpu] : first1[gpu])) continue;
     if (ClockAt(s, gpu, k, x) != from.pack_clock[p]) return v;
   }
-  return in_.graph->nodes();
+  return first_comm;
 }
 
 Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, const PassState& from,
@@ -228,6 +265,8 @@ Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, 
     st->pack_time_s = from.pack_time_s;
     st->pack_idle_j = from.pack_idle_j;
     st->pack_dynamic_j = from.pack_dynamic_j;
+    st->comm_offset_ns = from.comm_offset_ns;
+    st->comm_clock = from.comm_clock;
   }
   // The iterations' starts as the pass had them on reaching v0.
   std::vector<PassState::IterationWrite>& w = st->iteration_writes;
@@ -324,6 +363,7 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
   const uint32_t* pack_of = pk.pack_of.empty() ? nullptr : pk.pack_of.data();
   const uint32_t* first_member = first_member_.data();
   const char* is_marker = is_marker_.data();
+  const int32_t* comm_index = comm_index_.empty() ? nullptr : comm_index_.data();
   const double* pack_time = in_.pack_time_s.data();
   double* finish = st->finish_ns.data();
   int* pack_clock = st->pack_clock.data();
@@ -375,6 +415,13 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
         const size_t row = static_cast<size_t>(p) * nc;
         d *= pack_time[row + pack_clock[p]] / pack_time[row + c0];
       }
+    } else if (comm_index && comm_index[v] >= 0) {
+      const int k = node_iteration_[v], i = comm_index[v];
+      const double offset = k >= 0 ? start - iter_start[k] : 0;
+      const int c = ClockAt(s, g.rank[v], k, offset);
+      st->comm_offset_ns[i] = offset;
+      st->comm_clock[i] = c;
+      d *= in_.comm_time_ratio[c] / in_.comm_time_ratio[c0];
     }
     finish[v] = start + d;
     block = std::max(block, finish[v]);

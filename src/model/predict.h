@@ -16,7 +16,9 @@
 // when p's first kernel starts (the whole pack runs at it) and c0 the default. The clock in force
 // at time t of iteration k is the last landing at or before t − S_k in the GPU's schedule, else
 // the schedule's last clock (carried over from iteration k−1), else the default; S_k is iteration
-// k's predicted start (the first node at or after its marker). Landings are the times clocks take
+// k's predicted start (the first node at or after its marker). A communication node (an NCCL
+// kernel) takes d_v · ρ(c) / ρ(c0), c the clock in force when it starts and ρ the device's
+// collective time ratio (PredictorInput::comm_time_ratio; without one, d_v). Landings are the times clocks take
 // effect: a schedule is what the search chooses, the policy file holds the commands (landing
 // minus the DVFS latency).
 //
@@ -82,6 +84,11 @@ struct PredictorInput {
   // Kernels follow the landings inside their span (see above); false: each pack runs at the clock
   // in force at its start, the paper's pass (search/mip_reference.h restates that one).
   bool split_at_landings = false;
+  // Per clock: a collective's (NCCL kernel's) time at that clock over its time at the default
+  // (DeviceProfile::collective_time_ratio: NCCL's copy loop runs on the SMs, so at low clocks it
+  // takes longer); a communication node takes its traced duration times ratio[c] / ratio[c0], c
+  // the clock in force on its GPU when it starts. Empty: communication does not follow the clock.
+  std::vector<double> comm_time_ratio;
   std::vector<double> iteration_start_ns;  // observed starts (graph time), ascending; empty: one, at 0
   std::vector<double> measured_energy_j;   // per GPU (graph rank): energy of the traced run at default clocks,
                                            // from the first iteration's start (or graph time 0, if that is
@@ -116,6 +123,10 @@ class Predictor {
     // Per pack, split_at_landings: its time (s), idle-power energy and dynamic energy (J), summed
     // over its members at the clocks each ran at.
     std::vector<double> pack_time_s, pack_idle_j, pack_dynamic_j;
+    // Per communication node (comm_nodes order), with comm_time_ratio: its start − its iteration's
+    // start, and the clock it ran at.
+    std::vector<double> comm_offset_ns;
+    std::vector<int> comm_clock;
     std::vector<char> sorted;                      // scratch: per GPU, its landings are in time order
     std::vector<uint32_t> cursor;                  // scratch: per GPU, the landing after its last kernel's start
     std::vector<IterationWrite> iteration_writes;  // in node order
@@ -185,6 +196,10 @@ class Predictor {
   std::vector<double> pack_union_ns_, pack_time0_s_;  // per GPU, at default clocks
   std::vector<double> kernel_share_;                  // per node in a pack: its share of the pack (SplitKernel)
   std::vector<char> is_marker_;                       // per node: some iteration's marker
+  // With comm_time_ratio: the communication nodes in node order, and per node its index there (-1:
+  // not one); empty without.
+  std::vector<uint32_t> comm_nodes_;
+  std::vector<int32_t> comm_index_;
   // Per GPU: its nodes with no successor on the same GPU (its latest finish is among theirs).
   std::vector<std::vector<uint32_t>> rank_sinks_;
   PassState state_;  // Run(s)'s

@@ -159,6 +159,10 @@ bool SolveMip(Predictor& predictor, const SearchOptions& opt, double time_limit_
     *err = "the MIP reference restates the pass with each pack at one clock (split_at_landings off)";
     return false;
   }
+  if (!in.comm_time_ratio.empty()) {
+    *err = "the MIP reference restates the pass with collectives at their traced time (no comm_time_ratio)";
+    return false;
+  }
   const Graph& g = *in.graph;
   const Packing& pk = *in.packing;
   const int nc = predictor.clocks(), c0 = predictor.default_clock(), gpus = predictor.gpus();

@@ -27,6 +27,20 @@ void AddLaunches(int32_t kernel, int count, Thread* t) {
   }
 }
 
+// Rank 0's communication kernels, or its other kernels, as events recorded before and after each
+// would time them.
+void KernelSpans(const Engine& engine, bool comm, BenchRun* out) {
+  out->launch_start_ns.clear();
+  out->launch_end_ns.clear();
+  for (const GpuOp& op : engine.trace().ranks[0].ops)
+    if (op.kind == GpuOpKind::kKernel && op.is_comm == comm) {
+      out->launch_start_ns.push_back(static_cast<double>(op.start_ns));
+      out->launch_end_ns.push_back(static_cast<double>(op.end_ns));
+    }
+  std::sort(out->launch_start_ns.begin(), out->launch_start_ns.end());
+  std::sort(out->launch_end_ns.begin(), out->launch_end_ns.end());
+}
+
 }  // namespace
 
 KernelTraits MicrobenchTraits(const DeviceSpec& spec, Microbench b) {
@@ -179,16 +193,7 @@ bool SimBenchDevice::Run(Microbench b, int launches, double poll_ms, const std::
   start(gpus);
   engine.Every(poll_ms, [&](double now) { poll(gpus, now); });
   if (!engine.Run(err)) return false;
-  // The launches' starts and ends, as events recorded before and after each would give them.
-  out->launch_start_ns.clear();
-  out->launch_end_ns.clear();
-  for (const GpuOp& op : engine.trace().ranks[0].ops)
-    if (op.kind == GpuOpKind::kKernel && !op.is_comm) {
-      out->launch_start_ns.push_back(static_cast<double>(op.start_ns));
-      out->launch_end_ns.push_back(static_cast<double>(op.end_ns));
-    }
-  std::sort(out->launch_start_ns.begin(), out->launch_start_ns.end());
-  std::sort(out->launch_end_ns.begin(), out->launch_end_ns.end());
+  KernelSpans(engine, false, out);
   if (b == kBenchEmpty && !out->launch_end_ns.empty()) {  // the gate ran first
     out->launch_start_ns.erase(out->launch_start_ns.begin());
     out->launch_end_ns.erase(out->launch_end_ns.begin());
@@ -212,16 +217,7 @@ bool SimBenchDevice::RunCollective(double bytes, int launches, const std::functi
   SimGpuControl gpus(&engine);
   start(gpus);
   if (!engine.Run(err)) return false;
-  // Rank 0's collectives, as events recorded before and after each would give them.
-  out->launch_start_ns.clear();
-  out->launch_end_ns.clear();
-  for (const GpuOp& op : engine.trace().ranks[0].ops)
-    if (op.kind == GpuOpKind::kKernel && op.is_comm) {
-      out->launch_start_ns.push_back(static_cast<double>(op.start_ns));
-      out->launch_end_ns.push_back(static_cast<double>(op.end_ns));
-    }
-  std::sort(out->launch_start_ns.begin(), out->launch_start_ns.end());
-  std::sort(out->launch_end_ns.begin(), out->launch_end_ns.end());
+  KernelSpans(engine, true, out);
   if (static_cast<int>(out->launch_end_ns.size()) != launches) {
     *err = "the simulated run traced " + std::to_string(out->launch_end_ns.size()) + " of " + std::to_string(launches) +
            " all-reduces";

@@ -244,6 +244,61 @@ TEST(Predict, UniformClockMatchesTheUnpackedWhatIf) {
   EXPECT_GT(r.end_ns, pred.base().end_ns * 1.01);
 }
 
+// A thread: call 0 (1 µs, anchored at 0), gap 1 (4 ms), call 2 launches kernel 3 (10 ms, 5 µs
+// launch latency), gap 4 (1 ms) that a wait holds until 20 ms (anchored), call 5 launches kernel 6
+// (10 ms) after kernel 3 on the stream. Kernels 3 and 6 are packs, twice as long at the low clock.
+// The pass folds gap 1 into call 2's edge and computes the rest; gap 4's anchor still holds call 5
+// back. Default: kernel 6 starts at 21.001 + 0.005 ms and ends at 31.006 ms; at the low clock
+// kernel 3 ends at 4.007 + 20 ms and kernel 6 ends at 44.007 ms.
+TEST(Predict, FoldedCpuGapsKeepTheTimesAndAnchorsHold) {
+  PackedGraph pg;
+  Graph& g = pg.g;
+  g.kind = {NodeKind::kCpuCall, NodeKind::kCpuGap,  NodeKind::kCpuCall, NodeKind::kKernel,
+            NodeKind::kCpuGap,  NodeKind::kCpuCall, NodeKind::kKernel};
+  g.duration = {1e3, 4e6, 1e3, 10e6, 1e6, 1e3, 10e6};
+  g.anchor = {0, kNoAnchor, kNoAnchor, kNoAnchor, 20e6, kNoAnchor, kNoAnchor};
+  g.observed_start = {0, 1e3, 4.001e6, 4.007e6, 20e6, 21e6, 21.006e6};
+  const size_t n = g.kind.size();
+  for (size_t v = 0; v < n; ++v) g.observed_end.push_back(g.observed_start[v] + g.duration[v]);
+  g.rank.assign(n, 0);
+  g.lane = {0, 0, 0, 1, 0, 0, 1};
+  g.name.assign(n, 0);
+  g.source.assign(n, -1);
+  // Edges into each node: (from, latency).
+  const std::vector<std::vector<std::pair<uint32_t, float>>> preds = {{},       {{0, 0}}, {{1, 0}},          {{2, 5e3}},
+                                                                      {{2, 0}}, {{4, 0}}, {{3, 0}, {5, 5e3}}};
+  g.pred_begin.push_back(0);
+  for (const auto& in : preds) {
+    for (const auto& [u, latency] : in) {
+      g.pred.push_back(u);
+      g.pred_latency.push_back(latency);
+      g.pred_kind.push_back(EdgeKind::kThread);
+    }
+    g.pred_begin.push_back(static_cast<uint32_t>(g.pred.size()));
+  }
+  Packing& pk = pg.p;
+  pk.pack_of.assign(n, kNoPack);
+  pk.pack_of[3] = 0;
+  pk.pack_of[6] = 1;
+  pk.member_begin = {0, 1, 2};
+  pk.members = {3, 6};
+  pk.rank = {0, 0};
+  pk.stream = {1, 1};
+  pk.start_ns = {4.007e6, 21.006e6};
+  pk.end_ns = {14.007e6, 31.006e6};
+  pk.busy_ns = {10e6, 10e6};
+  pk.hash = {1, 1};
+  pk.unique = {0, 0};
+  Predictor p;
+  std::string err;
+  ASSERT_TRUE(p.Init(TwoPacks(pg, 6), &err)) << err;
+  EXPECT_NEAR(p.base().end_ns, 31.006e6, 1e-3);
+  EXPECT_EQ(p.nodes_per_pass(), n - 1);
+  Predictor::PassState st;
+  EXPECT_NEAR(p.Run({{{0, 0}}}, &st).end_ns, 44.007e6, 1e-3);
+  EXPECT_EQ(st.nodes_computed, static_cast<int64_t>(n - 1));
+}
+
 TEST(Predict, RefusesInconsistentInput) {
   const PackedGraph pg = Chain({1e3, 10e6, 10e6});
   PredictorInput in = TwoPacks(pg, 6);
@@ -325,7 +380,7 @@ Schedule Mutate(std::mt19937& rng, const Schedule& s, int clocks, double period_
 // against the whole pass of a predictor that saw nothing else: the same bits.
 void ExpectRunFromMatchesRun(Predictor& pred, uint32_t seed, int chains, int length) {
   std::mt19937 rng(seed);
-  const int64_t n = static_cast<int64_t>(pred.input().graph->nodes());
+  const int64_t n = static_cast<int64_t>(pred.nodes_per_pass());
   int64_t kept = 0, computed = 0;
   for (int c = 0; c < chains; ++c) {
     Schedule s = RandomSchedule(rng, pred.gpus(), pred.clocks(), pred.period_ns());

@@ -106,13 +106,46 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
 
   // Per GPU: the nodes no node of the same GPU waits for. Every other node of it has a successor
   // on it that finishes later, so the GPU's latest finish is one of theirs.
-  std::vector<char> followed(n, 0);
+  std::vector<char> followed(n, 0), late_out(n, 0);
   for (size_t v = 0; v < n; ++v)
-    for (uint32_t e = g.pred_begin[v]; e < g.pred_begin[v + 1]; ++e)
+    for (uint32_t e = g.pred_begin[v]; e < g.pred_begin[v + 1]; ++e) {
       if (g.rank[g.pred[e]] == g.rank[v]) followed[g.pred[e]] = 1;
+      if (!(g.pred_latency[e] >= 0)) late_out[g.pred[e]] = 1;
+    }
   rank_sinks_.assign(gpus_, {});
   for (size_t v = 0; v < n; ++v)
     if (!followed[v] && g.rank[v] >= 0) rank_sinks_[g.rank[v]].push_back(static_cast<uint32_t>(v));
+
+  // The nodes the pass computes and their predecessors. A CPU gap with one predecessor u, no anchor
+  // and a successor on its GPU finishes a fixed time after u (its edge's latency plus its duration)
+  // whatever the schedule: the pass folds it into its successors' edges and skips it (the gaps
+  // between a thread's calls are a third of a training job's graph). A successor finishes no
+  // earlier than it (edges out of it do not go back in time), so no latest finish changes.
+  folded_.assign(n, 0);
+  std::vector<uint32_t> root(n);
+  std::vector<double> root_offset(n, 0);  // a folded node finishes at root's finish + this
+  compute_.clear();
+  cpred_begin_.assign(1, 0);
+  cpred_.clear();
+  cpred_latency_.clear();
+  for (size_t v = 0; v < n; ++v) {
+    const uint32_t b = g.pred_begin[v], e = g.pred_begin[v + 1];
+    if (g.kind[v] == NodeKind::kCpuGap && g.anchor[v] == kNoAnchor && e - b == 1 && !is_marker_[v] && followed[v] &&
+        !late_out[v] && g.duration[v] >= 0) {
+      const uint32_t u = g.pred[b];
+      folded_[v] = 1;
+      root[v] = folded_[u] ? root[u] : u;
+      root_offset[v] = (folded_[u] ? root_offset[u] : 0) + g.pred_latency[b] + g.duration[v];
+      continue;
+    }
+    compute_.push_back(static_cast<uint32_t>(v));
+    for (uint32_t k = b; k < e; ++k) {
+      const uint32_t u = g.pred[k];
+      cpred_.push_back(folded_[u] ? root[u] : u);
+      cpred_latency_.push_back((folded_[u] ? root_offset[u] : 0) + g.pred_latency[k]);
+    }
+    cpred_begin_.push_back(static_cast<uint32_t>(cpred_.size()));
+  }
 
   // Packs in the order of their first members, which is the pass's (RunFrom looks for the first
   // pack whose clock changes).
@@ -280,6 +313,28 @@ Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, 
   return Pass(s, v0, st);
 }
 
+size_t Predictor::LandingsUpTo(const std::vector<Landing>& l, bool sorted, int gpu, double offset_ns,
+                               PassState* st) const {
+  if (!sorted) {
+    for (size_t j = l.size(); j-- > 0;)
+      if (l[j].t_ns <= offset_ns) return j + 1;
+    return 0;
+  }
+  // From where the GPU's last lookup left it: its nodes come mostly in time order.
+  size_t i = std::min<size_t>(st->cursor[gpu], l.size());
+  while (i < l.size() && l[i].t_ns <= offset_ns) ++i;
+  while (i > 0 && l[i - 1].t_ns > offset_ns) --i;
+  st->cursor[gpu] = static_cast<uint32_t>(i);
+  return i;
+}
+
+int Predictor::ClockFrom(const Schedule& s, bool sorted, int gpu, int k, double offset_ns, PassState* st) const {
+  if (k < 0 || static_cast<size_t>(gpu) >= s.size() || s[gpu].empty()) return in_.default_clock;
+  const std::vector<Landing>& l = s[gpu];
+  const size_t i = LandingsUpTo(l, sorted, gpu, offset_ns, st);
+  return i > 0 ? l[i - 1].clock : k == 0 ? in_.default_clock : l.back().clock;
+}
+
 double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t v, uint32_t p, int gpu, int k, double offset_ns,
                               bool add, PassState* st) const {
   const int nc = clocks(), c0 = in_.default_clock;
@@ -293,18 +348,7 @@ double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t v, uint32
   const std::vector<Landing>* l = nullptr;
   if (k >= 0 && static_cast<size_t>(gpu) < s.size() && !s[gpu].empty()) {
     l = &s[gpu];
-    if (sorted) {  // from where the GPU's last kernel found it: kernels come mostly in time order
-      i = std::min<size_t>(st->cursor[gpu], l->size());
-      while (i < l->size() && (*l)[i].t_ns <= offset_ns) ++i;
-      while (i > 0 && (*l)[i - 1].t_ns > offset_ns) --i;
-      st->cursor[gpu] = static_cast<uint32_t>(i);
-    } else {
-      for (size_t j = l->size(); j-- > 0;)
-        if ((*l)[j].t_ns <= offset_ns) {
-          i = j + 1;
-          break;
-        }
-    }
+    i = LandingsUpTo(*l, sorted, gpu, offset_ns, st);
     c = i > 0 ? (*l)[i - 1].clock : k == 0 ? c0 : l->back().clock;
   }
   double t = offset_ns, work = 1, d = 0, t_s = 0, idle_j = 0, dynamic_j = 0;
@@ -347,19 +391,18 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
   const int nc = clocks(), c0 = in_.default_clock;
   const bool split = in_.split_at_landings;
   std::vector<char>& sorted = st->sorted;
-  if (split) {
-    st->cursor.assign(static_cast<size_t>(gpus_), 0);
-    sorted.assign(static_cast<size_t>(gpus_), 1);
-    for (size_t gpu = 0; gpu < s.size() && gpu < sorted.size(); ++gpu)
-      sorted[gpu] = std::is_sorted(s[gpu].begin(), s[gpu].end(),
-                                   [](const Landing& a, const Landing& b) { return a.t_ns < b.t_ns; });
-  }
+  st->cursor.assign(static_cast<size_t>(gpus_), 0);
+  sorted.assign(static_cast<size_t>(gpus_), 1);
+  for (size_t gpu = 0; gpu < s.size() && gpu < sorted.size(); ++gpu)
+    sorted[gpu] = std::is_sorted(s[gpu].begin(), s[gpu].end(),
+                                 [](const Landing& a, const Landing& b) { return a.t_ns < b.t_ns; });
   // The hot loop reads flat arrays through plain pointers.
   const double* anchor = g.anchor.data();
   const double* duration = g.duration.data();
-  const uint32_t* pred_begin = g.pred_begin.data();
-  const uint32_t* pred = g.pred.data();
-  const float* pred_latency = g.pred_latency.data();
+  const uint32_t* compute = compute_.data();
+  const uint32_t* pred_begin = cpred_begin_.data();
+  const uint32_t* pred = cpred_.data();
+  const double* pred_latency = cpred_latency_.data();
   const uint32_t* pack_of = pk.pack_of.empty() ? nullptr : pk.pack_of.data();
   const uint32_t* first_member = first_member_.data();
   const char* is_marker = is_marker_.data();
@@ -377,13 +420,26 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
   // by node, each block's kept for the passes that start after it.
   constexpr size_t kEndBlock = 1024;
   std::vector<double>& block_end = st->block_end_ns;
-  block_end.resize((n + kEndBlock - 1) / kEndBlock);
+  const size_t blocks = (n + kEndBlock - 1) / kEndBlock;
+  block_end.resize(blocks);
   double end = 0, block = 0;
-  for (size_t b = 0; b < v0 / kEndBlock; ++b) end = std::max(end, block_end[b]);
-  for (size_t v = v0 / kEndBlock * kEndBlock; v < v0; ++v) block = std::max(block, finish[v]);
-  for (size_t v = v0; v < n; ++v) {
+  size_t current = v0 / kEndBlock;  // the block `block` is of
+  for (size_t b = 0; b < current; ++b) end = std::max(end, block_end[b]);
+  for (size_t v = current * kEndBlock; v < v0; ++v)
+    if (!folded_[v]) block = std::max(block, finish[v]);
+  auto close_blocks = [&](size_t until) {  // the blocks before `until` are done
+    for (; current < until; ++current) {
+      block_end[current] = block;
+      end = std::max(end, block);
+      block = 0;
+    }
+  };
+  const size_t i0 = static_cast<size_t>(std::lower_bound(compute_.begin(), compute_.end(), v0) - compute_.begin());
+  for (size_t i = i0; i < compute_.size(); ++i) {
+    const size_t v = compute[i];
+    if (v / kEndBlock != current) close_blocks(v / kEndBlock);
     double start = anchor[v];
-    for (uint32_t e = pred_begin[v]; e < pred_begin[v + 1]; ++e)
+    for (uint32_t e = pred_begin[i]; e < pred_begin[i + 1]; ++e)
       start = std::max(start, finish[pred[e]] + pred_latency[e]);
     if (start == kNoAnchor) start = 0;
     double d = duration[v];
@@ -397,7 +453,7 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
         }
         const double offset = k >= 0 ? start - iter_start[k] : 0;
         st->pack_offset_ns[p] = offset;
-        pack_clock[p] = ClockAt(s, g.rank[v], k, offset);
+        pack_clock[p] = ClockFrom(s, sorted[g.rank[v]], g.rank[v], k, offset, st);
         if (split) {
           st->pack_end_ns[p] = -std::numeric_limits<double>::infinity();
           st->pack_time_s[p] = st->pack_idle_j[p] = st->pack_dynamic_j[p] = 0;
@@ -416,20 +472,15 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
         d *= pack_time[row + pack_clock[p]] / pack_time[row + c0];
       }
     } else if (comm_index && comm_index[v] >= 0) {
-      const int k = node_iteration_[v], i = comm_index[v];
+      const int k = node_iteration_[v], j = comm_index[v];
       const double offset = k >= 0 ? start - iter_start[k] : 0;
-      const int c = ClockAt(s, g.rank[v], k, offset);
-      st->comm_offset_ns[i] = offset;
-      st->comm_clock[i] = c;
+      const int c = ClockFrom(s, sorted[g.rank[v]], g.rank[v], k, offset, st);
+      st->comm_offset_ns[j] = offset;
+      st->comm_clock[j] = c;
       d *= in_.comm_time_ratio[c] / in_.comm_time_ratio[c0];
     }
     finish[v] = start + d;
     block = std::max(block, finish[v]);
-    if ((v + 1) % kEndBlock == 0) {
-      block_end[v / kEndBlock] = block;
-      end = std::max(end, block);
-      block = 0;
-    }
     if (is_marker[v]) {  // the iterations it marks (the next ones; markers are few)
       for (size_t k = next_marker; k < marker_node_.size(); ++k)
         if (marker_node_[k] == v) {
@@ -441,9 +492,9 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
       while (next_marker < marker_node_.size() && iter_known[next_marker]) ++next_marker;
     }
   }
-  if (n % kEndBlock != 0) block_end[n / kEndBlock] = block;
+  close_blocks(blocks);
   end = std::max(end, block);
-  st->nodes_computed = static_cast<int64_t>(n - v0);
+  st->nodes_computed = static_cast<int64_t>(compute_.size() - i0);
 
   Result r;
   r.end_ns = end;

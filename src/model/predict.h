@@ -36,6 +36,12 @@
 // and computes the rest; its result is bit for bit Run(B)'s. With split_at_landings the first pack
 // kept out is the first whose members ran until at or past a landing where A and B differ.
 //
+// A CPU gap (the time between two API calls of a thread) with one predecessor, no anchor and a
+// successor on its GPU finishes a fixed time after its predecessor under every schedule, so the
+// pass folds it into its successors' edges (the latency becomes its edge's latency plus its
+// duration, plus the next such gap's along a chain) and does not compute it: a third of a training
+// job's graph, the same results but for rounding (bench/search_bench.cc: a pass 22-28 % faster).
+//
 // Energy, per GPU: Σ_p [P_idle(c_p) T_p(c_p) + k (E_p(c_p) − P_idle(c_p) T_p(c_p))]
 //                 + P_idle(c̄) · (end − start − U · Σ_p T_p(c_p) / Σ_p T_p(c0)), where start is the
 // first iteration's start if it precedes the graph's origin (host work before the first CUDA
@@ -113,7 +119,7 @@ class Predictor {
       double start_ns;
       bool known;  // from its marker node (final), else a guess from a pack's delay
     };
-    std::vector<double> finish_ns;     // per node
+    std::vector<double> finish_ns;     // per node (not computed for the CPU gaps the pass folds: see Init)
     std::vector<double> block_end_ns;  // per block of 1024 nodes: their latest finish (a pass from v0 needs the
                                        // latest before v0 without reading every earlier node)
     std::vector<int> pack_clock;       // per pack: the clock it ran at
@@ -128,7 +134,7 @@ class Predictor {
     std::vector<double> comm_offset_ns;
     std::vector<int> comm_clock;
     std::vector<char> sorted;                      // scratch: per GPU, its landings are in time order
-    std::vector<uint32_t> cursor;                  // scratch: per GPU, the landing after its last kernel's start
+    std::vector<uint32_t> cursor;                  // scratch: per GPU, the landing after its last lookup's time
     std::vector<IterationWrite> iteration_writes;  // in node order
     int64_t nodes_computed = 0;                    // nodes the last pass into this state computed (the rest it kept)
     // Scratch of the pass.
@@ -151,6 +157,8 @@ class Predictor {
   int default_clock() const { return in_.default_clock; }
   double period_ns() const { return period_ns_; }  // mean iteration length (the whole run without markers)
   int iterations() const { return static_cast<int>(marker_node_.size()); }
+  // The nodes a whole pass computes: the graph's less the CPU gaps it folds into edges (see Init).
+  size_t nodes_per_pass() const { return compute_.size(); }
   // The lowest clock at which some pack's energy is least: below it every pack takes longer and
   // uses more energy, so no schedule gains by going there.
   int LowestUsefulClock() const;
@@ -172,6 +180,11 @@ class Predictor {
   // The clock in force on gpu at offset_ns into iteration (the last landing at or before it, else
   // the schedule's last clock after iteration 0, else the default).
   int ClockAt(const Schedule& s, int gpu, int iteration, double offset_ns) const;
+  // How many of gpu's landings l lie at or before offset_ns (`sorted`: l is in time order, and the
+  // scan starts from where the GPU's previous lookup in this pass left st->cursor).
+  size_t LandingsUpTo(const std::vector<Landing>& l, bool sorted, int gpu, double offset_ns, PassState* st) const;
+  // ClockAt through LandingsUpTo, for the pass.
+  int ClockFrom(const Schedule& s, bool sorted, int gpu, int k, double offset_ns, PassState* st) const;
   // split_at_landings: kernel v of pack p, started offset_ns into iteration k on gpu, through the
   // landings in its span (`sorted`: they are in time order); adds its share of the pack into st
   // where `add`, and returns its duration.
@@ -202,6 +215,12 @@ class Predictor {
   std::vector<int32_t> comm_index_;
   // Per GPU: its nodes with no successor on the same GPU (its latest finish is among theirs).
   std::vector<std::vector<uint32_t>> rank_sinks_;
+  // The pass's graph (see Init): the nodes it computes in id order, and per such node (by position)
+  // its predecessors with the CPU gaps between folded into the latencies; per node, whether it is a
+  // folded gap (its finish_ns is not computed).
+  std::vector<uint32_t> compute_, cpred_begin_, cpred_;
+  std::vector<double> cpred_latency_;
+  std::vector<char> folded_;
   PassState state_;  // Run(s)'s
   Result base_;
 };

@@ -201,11 +201,7 @@ int Predictor::LowestUsefulClock() const {
 }
 
 int Predictor::ClockAt(const Schedule& s, int gpu, int iteration, double offset_ns) const {
-  if (iteration < 0 || static_cast<size_t>(gpu) >= s.size() || s[gpu].empty()) return in_.default_clock;
-  const std::vector<Landing>& l = s[gpu];
-  for (size_t i = l.size(); i-- > 0;)
-    if (l[i].t_ns <= offset_ns) return l[i].clock;
-  return iteration == 0 ? in_.default_clock : l.back().clock;
+  return ClockFrom(s, false, gpu, iteration, offset_ns, nullptr);  // unsorted: no cursor
 }
 
 Predictor::Result Predictor::Run(const Schedule& s) { return Run(s, &state_); }

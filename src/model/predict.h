@@ -183,7 +183,7 @@ class Predictor {
   // How many of gpu's landings l lie at or before offset_ns (`sorted`: l is in time order, and the
   // scan starts from where the GPU's previous lookup in this pass left st->cursor).
   size_t LandingsUpTo(const std::vector<Landing>& l, bool sorted, int gpu, double offset_ns, PassState* st) const;
-  // ClockAt through LandingsUpTo, for the pass.
+  // ClockAt through LandingsUpTo (st is not used where !sorted).
   int ClockFrom(const Schedule& s, bool sorted, int gpu, int k, double offset_ns, PassState* st) const;
   // split_at_landings: kernel v of pack p, started offset_ns into iteration k on gpu, through the
   // landings in its span (`sorted`: they are in time order); adds its share of the pack into st

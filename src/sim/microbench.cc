@@ -161,16 +161,20 @@ Program MixJobProgram(const DeviceSpec& spec, const MixJob& job) {
   return p;
 }
 
+EngineOptions SimBenchDevice::NextRun(int iterations, bool record_trace) {
+  EngineOptions eo;
+  eo.iterations = iterations;
+  eo.seed = seed_++;
+  eo.record_trace = record_trace;
+  return eo;
+}
+
 bool SimBenchDevice::RunJob(const MixJob& job, int iterations, double poll_ms,
                             const std::function<void(GpuControl&)>& start,
                             const std::function<void(GpuControl&, double now_ns)>& poll, JobRun* out,
                             std::string* err) {
   const Program program = MixJobProgram(spec_, job);
-  EngineOptions eo;
-  eo.iterations = iterations;
-  eo.seed = seed_++;
-  eo.record_trace = false;
-  Engine engine(program, eo);
+  Engine engine(program, NextRun(iterations, false));
   SimGpuControl gpus(&engine);
   start(gpus);
   engine.Every(poll_ms, [&](double now) { poll(gpus, now); });
@@ -184,11 +188,7 @@ bool SimBenchDevice::RunJob(const MixJob& job, int iterations, double poll_ms,
 bool SimBenchDevice::Run(Microbench b, int launches, double poll_ms, const std::function<void(GpuControl&)>& start,
                          const std::function<void(GpuControl&, double now_ns)>& poll, BenchRun* out, std::string* err) {
   const Program program = MicrobenchProgram(spec_, b, launches);
-  EngineOptions eo;
-  eo.iterations = 1;
-  eo.seed = seed_++;
-  eo.record_trace = true;
-  Engine engine(program, eo);
+  Engine engine(program, NextRun(1, true));
   SimGpuControl gpus(&engine);
   start(gpus);
   engine.Every(poll_ms, [&](double now) { poll(gpus, now); });
@@ -209,11 +209,7 @@ bool SimBenchDevice::Run(Microbench b, int launches, double poll_ms, const std::
 bool SimBenchDevice::RunCollective(double bytes, int launches, const std::function<void(GpuControl&)>& start,
                                    BenchRun* out, std::string* err) {
   const Program program = CollectiveProgram(spec_, bytes, launches);
-  EngineOptions eo;
-  eo.iterations = 1;
-  eo.seed = seed_++;
-  eo.record_trace = true;
-  Engine engine(program, eo);
+  Engine engine(program, NextRun(1, true));
   SimGpuControl gpus(&engine);
   start(gpus);
   if (!engine.Run(err)) return false;
@@ -229,11 +225,7 @@ bool SimBenchDevice::RunCollective(double bytes, int launches, const std::functi
 bool SimBenchDevice::Profile(Microbench b, int launches, const std::vector<KernelRange>& ranges,
                              std::vector<PackMetrics>* out, ProfileCost* cost, std::string* err) {
   const Program program = MicrobenchProgram(spec_, b, launches);
-  EngineOptions eo;
-  eo.iterations = 1;
-  eo.seed = seed_++;
-  eo.record_trace = false;
-  SimMetricSource source(program, eo);
+  SimMetricSource source(program, NextRun(1, false));
   return source.Profile(ranges, out, cost, err);
 }
 

@@ -47,6 +47,8 @@ class SimBenchDevice : public BenchDevice {
                      std::string* err) override;
 
  private:
+  EngineOptions NextRun(int iterations, bool record_trace);  // one run's options, on the next seed
+
   const DeviceSpec& spec_;
   uint64_t seed_;
 };

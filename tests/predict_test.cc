@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdlib>
 #include <random>
 
@@ -381,19 +383,30 @@ Schedule Mutate(std::mt19937& rng, const Schedule& s, int clocks, double period_
 void ExpectRunFromMatchesRun(Predictor& pred, uint32_t seed, int chains, int length) {
   std::mt19937 rng(seed);
   const int64_t n = static_cast<int64_t>(pred.nodes_per_pass());
-  int64_t kept = 0, computed = 0;
+  int64_t kept = 0, computed = 0, stopped = 0;
   for (int c = 0; c < chains; ++c) {
     Schedule s = RandomSchedule(rng, pred.gpus(), pred.clocks(), pred.period_ns());
-    Predictor::PassState state, other;
+    Predictor::PassState state, other, limited;
     pred.Run(s, &state);
     for (int i = 0; i < length; ++i) {
       SCOPED_TRACE("chain " + std::to_string(c) + ", change " + std::to_string(i));
       const Schedule next = Mutate(rng, s, pred.clocks(), pred.period_ns());
+      const Predictor::Result full = pred.Run(next);
+      // With a limit on the end: at the end itself (rounding must not stop it), a microsecond
+      // before it, and at the default schedule's end.
+      const double limit = std::array{full.end_ns, full.end_ns - 1e3, pred.base().end_ns}[i % 3];
+      const Predictor::Result cut = pred.RunFrom(next, s, state, &limited, limit);
+      if (full.end_ns <= limit || !std::isinf(cut.end_ns)) {
+        ASSERT_EQ(cut.end_ns, full.end_ns);
+        ASSERT_EQ(cut.energy_j, full.energy_j);
+      } else {
+        ASSERT_TRUE(std::isinf(cut.energy_j));
+        ++stopped;
+      }
       const bool in_place = i % 2 == 1;
       Predictor::PassState* out = in_place ? &state : &other;
       const Predictor::Result r = pred.RunFrom(next, s, state, out);
       if (!in_place) std::swap(state, other);
-      const Predictor::Result full = pred.Run(next);
       ASSERT_EQ(r.end_ns, full.end_ns);
       ASSERT_EQ(r.energy_j, full.energy_j);
       ASSERT_EQ(r.gpu_energy_j, full.gpu_energy_j);
@@ -402,9 +415,10 @@ void ExpectRunFromMatchesRun(Predictor& pred, uint32_t seed, int chains, int len
       s = next;
     }
   }
-  // The test means something only if passes started part-way.
+  // The test means something only if passes started part-way, and some stopped at the limit.
   EXPECT_GT(kept, 0);
   EXPECT_GT(computed, 0);
+  EXPECT_GT(stopped, 0);
 }
 
 // The same predictor with split_at_landings.

@@ -339,7 +339,8 @@ TEST(Search, ChangesStayMinIntervalApartBothWays) {
 }
 
 // The answer does not depend on the threads (one, two and five), nor on whether the passes start
-// from the change (the whole pass is the reference), bit for bit, with and without the local search.
+// from the change and stop where the budget is spent (the whole pass is the reference), bit for
+// bit, with and without the local search.
 TEST(Search, ThreadsAndPartialPassesDoNotChangeTheAnswer) {
   for (uint32_t seed : {11u, 12u, 13u}) {
     SCOPED_TRACE(seed);

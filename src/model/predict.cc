@@ -147,6 +147,26 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
     cpred_begin_.push_back(static_cast<uint32_t>(cpred_.size()));
   }
 
+  // The tails: backwards through the computed nodes (a node's successors come after it), each
+  // node at the least duration the pass can give it: a pack's kernel at its pack's fastest clock
+  // (split at landings, it is a mix of clocks, no faster), a collective at the fastest collective
+  // clock, the rest as traced.
+  tail_ns_.assign(n, 0);
+  for (size_t i = compute_.size(); i-- > 0;) {
+    const uint32_t v = compute_[i];
+    const uint32_t p = pk.pack_of.empty() ? kNoPack : pk.pack_of[v];
+    double fastest = g.duration[v];
+    for (size_t c = 0; c < nc; ++c) {
+      if (p != kNoPack)
+        fastest = std::min(fastest,
+                           g.duration[v] * in_.pack_time_s[p * nc + c] / in_.pack_time_s[p * nc + in_.default_clock]);
+      else if (!comm_index_.empty() && comm_index_[v] >= 0)
+        fastest = std::min(fastest, g.duration[v] * in_.comm_time_ratio[c] / in_.comm_time_ratio[in_.default_clock]);
+    }
+    for (uint32_t e = cpred_begin_[i]; e < cpred_begin_[i + 1]; ++e)
+      tail_ns_[cpred_[e]] = std::max(tail_ns_[cpred_[e]], cpred_latency_[e] + fastest + tail_ns_[v]);
+  }
+
   // Packs in the order of their first members, which is the pass's (RunFrom looks for the first
   // pack whose clock changes).
   pack_order_.resize(np);
@@ -218,7 +238,7 @@ Predictor::Result Predictor::Run(const Schedule& s, PassState* st) const {
   st->iteration_writes.clear();
   st->iter_start_ns = in_.iteration_start_ns;
   st->iter_known.assign(in_.iteration_start_ns.size(), 0);
-  return Pass(s, 0, st);
+  return Pass(s, 0, st, std::numeric_limits<double>::infinity());
 }
 
 size_t Predictor::FirstAffectedNode(const Schedule& s, const Schedule& from_s, const PassState& from) const {
@@ -280,8 +300,8 @@ size_t Predictor::FirstAffectedNode(const Schedule& s, const Schedule& from_s, c
   return first_comm;
 }
 
-Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, const PassState& from,
-                                     PassState* st) const {
+Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, const PassState& from, PassState* st,
+                                     double end_limit_ns) const {
   const size_t v0 = FirstAffectedNode(s, from_s, from);
   if (st != &from) {
     st->finish_ns.resize(in_.graph->nodes());
@@ -306,7 +326,7 @@ Predictor::Result Predictor::RunFrom(const Schedule& s, const Schedule& from_s, 
     st->iter_start_ns[x.iteration] = x.start_ns;
     if (x.known) st->iter_known[x.iteration] = 1;
   }
-  return Pass(s, v0, st);
+  return Pass(s, v0, st, end_limit_ns);
 }
 
 size_t Predictor::LandingsUpTo(const std::vector<Landing>& l, bool sorted, int gpu, double offset_ns,
@@ -380,7 +400,7 @@ double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t v, uint32
   return d;
 }
 
-Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) const {
+Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st, double end_limit_ns) const {
   const Graph& g = *in_.graph;
   const Packing& pk = *in_.packing;
   const size_t n = g.nodes();
@@ -394,6 +414,9 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
                                  [](const Landing& a, const Landing& b) { return a.t_ns < b.t_ns; });
   // The hot loop reads flat arrays through plain pointers.
   const double* anchor = g.anchor.data();
+  const double* tail = tail_ns_.data();
+  // Beyond the rounding of the sums that give the end.
+  const double stop_ns = end_limit_ns + 1e-9 * std::abs(end_limit_ns) + 1;
   const double* duration = g.duration.data();
   const uint32_t* compute = compute_.data();
   const uint32_t* pred_begin = cpred_begin_.data();
@@ -476,6 +499,15 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st) c
       d *= in_.comm_time_ratio[c] / in_.comm_time_ratio[c0];
     }
     finish[v] = start + d;
+    if (finish[v] + tail[v] > stop_ns) {  // the run cannot end by end_limit_ns
+      st->nodes_computed = static_cast<int64_t>(i + 1 - i0);
+      const double inf = std::numeric_limits<double>::infinity();
+      Result r;
+      r.end_ns = r.energy_j = inf;
+      r.gpu_end_ns.assign(gpus_, inf);
+      r.gpu_energy_j.assign(gpus_, inf);
+      return r;
+    }
     block = std::max(block, finish[v]);
     if (is_marker[v]) {  // the iterations it marks (the next ones; markers are few)
       for (size_t k = next_marker; k < marker_node_.size(); ++k)

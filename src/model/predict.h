@@ -52,6 +52,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -149,7 +150,12 @@ class Predictor {
   Result Run(const Schedule& s, PassState* state) const;
   // The pass for s, kept from `from` (the state of a pass for from_s) up to the first node whose
   // result can differ; the same result as Run(s). `state` may be `from` itself.
-  Result RunFrom(const Schedule& s, const Schedule& from_s, const PassState& from, PassState* state) const;
+  // With end_limit_ns, the pass stops at the first node after which the run cannot end by then
+  // under any schedule (its finish plus its tail: see Init), beyond rounding, and returns end_ns
+  // and energy_j infinite; the state it leaves is then of no use as a `from`. The search drops
+  // such schedules anyway, and a lowered clock on the critical path is seen where it starts.
+  Result RunFrom(const Schedule& s, const Schedule& from_s, const PassState& from, PassState* state,
+                 double end_limit_ns = std::numeric_limits<double>::infinity()) const;
   const Result& base() const { return base_; }  // the default schedule (every GPU at the default clock)
   int gpus() const { return gpus_; }
   int clocks() const { return static_cast<int>(in_.clocks_mhz.size()); }
@@ -190,8 +196,8 @@ class Predictor {
   // where `add`, and returns its duration.
   double SplitKernel(const Schedule& s, bool sorted, uint32_t v, uint32_t p, int gpu, int k, double offset_ns, bool add,
                      PassState* st) const;
-  // The pass from node v0 on, state holding every earlier node's results.
-  Result Pass(const Schedule& s, size_t v0, PassState* state) const;
+  // The pass from node v0 on, state holding every earlier node's results (end_limit_ns: see RunFrom).
+  Result Pass(const Schedule& s, size_t v0, PassState* state, double end_limit_ns) const;
   // The first node whose result under s can differ from the one `from` holds for from_s.
   size_t FirstAffectedNode(const Schedule& s, const Schedule& from_s, const PassState& from) const;
 
@@ -221,6 +227,9 @@ class Predictor {
   std::vector<uint32_t> compute_, cpred_begin_, cpred_;
   std::vector<double> cpred_latency_;
   std::vector<char> folded_;
+  // Per node the pass computes: the least time from its finish to the run's end under any
+  // schedule, the longest path after it with every node at its fastest clock (RunFrom's limit).
+  std::vector<double> tail_ns_;
   PassState state_;  // Run(s)'s
   Result base_;
 };

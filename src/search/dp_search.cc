@@ -204,10 +204,12 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
       std::vector<int> clock = parent.clock;
       clock[j] = ch.clock;
       ch.schedule = schedule_of(clock);
-      ch.result = opt.incremental ? predictor.RunFrom(ch.schedule, parent.schedule, *parent.pass, &scratch[worker])
+      // A child over the budget is dropped below: its pass stops where that shows.
+      ch.result = opt.incremental ? predictor.RunFrom(ch.schedule, parent.schedule, *parent.pass, &scratch[worker],
+                                                      base.end_ns + limit_ns)
                                   : predictor.Run(ch.schedule, &scratch[worker]);
       ch.nodes = scratch[worker].nodes_computed;
-      if (work) ch.gpu_delay_ns = GpuDelays(*work, scratch[worker]);
+      if (work && ch.result.end_ns - base.end_ns <= limit_ns) ch.gpu_delay_ns = GpuDelays(*work, scratch[worker]);
     });
     // Per key, the least-energy extension (the first of equals). The key is the run's delay, then
     // with gpu_delays each GPU's (its latest finish; with gpu_delays_by_work, see GpuDelays),
@@ -361,7 +363,7 @@ void Sweep(const Predictor& predictor, const SearchOptions& opt, const std::vect
     ParallelFor(threads, tries.size(), [&](size_t k, int worker) {
       Try& t = tries[k];
       t.schedule = schedule_of(t.clock);
-      t.result = opt.incremental ? predictor.RunFrom(t.schedule, best->schedule, pass, &scratch[worker])
+      t.result = opt.incremental ? predictor.RunFrom(t.schedule, best->schedule, pass, &scratch[worker], limit_ns)
                                  : predictor.Run(t.schedule, &scratch[worker]);
       t.nodes = scratch[worker].nodes_computed;
     });

@@ -150,19 +150,27 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
   // The tails: backwards through the computed nodes (a node's successors come after it), each
   // node at the least duration the pass can give it: a pack's kernel at its pack's fastest clock
   // (split at landings, it is a mix of clocks, no faster), a collective at the fastest collective
-  // clock, the rest as traced.
+  // clock, the rest as traced. Per pack, and for collectives, the least and greatest time ratio to
+  // the default clock (1 among them).
+  auto ratio_range = [&](const double* t) {
+    std::pair<double, double> r{1, 1};
+    for (size_t c = 0; c < nc; ++c) {
+      r.first = std::min(r.first, t[c] / t[in_.default_clock]);
+      r.second = std::max(r.second, t[c] / t[in_.default_clock]);
+    }
+    return r;
+  };
+  std::vector<std::pair<double, double>> pack_ratio(np);
+  for (size_t p = 0; p < np; ++p) pack_ratio[p] = ratio_range(&in_.pack_time_s[p * nc]);
+  const std::pair<double, double> comm_ratio =
+      in_.comm_time_ratio.empty() ? std::pair{1.0, 1.0} : ratio_range(in_.comm_time_ratio.data());
   tail_ns_.assign(n, 0);
   for (size_t i = compute_.size(); i-- > 0;) {
     const uint32_t v = compute_[i];
     const uint32_t p = pk.pack_of.empty() ? kNoPack : pk.pack_of[v];
-    double fastest = g.duration[v];
-    for (size_t c = 0; c < nc; ++c) {
-      if (p != kNoPack)
-        fastest = std::min(fastest,
-                           g.duration[v] * in_.pack_time_s[p * nc + c] / in_.pack_time_s[p * nc + in_.default_clock]);
-      else if (!comm_index_.empty() && comm_index_[v] >= 0)
-        fastest = std::min(fastest, g.duration[v] * in_.comm_time_ratio[c] / in_.comm_time_ratio[in_.default_clock]);
-    }
+    const bool comm = !comm_index_.empty() && comm_index_[v] >= 0;
+    const auto [lo, hi] = p != kNoPack ? pack_ratio[p] : comm ? comm_ratio : std::pair{1.0, 1.0};
+    const double fastest = std::min(g.duration[v] * lo, g.duration[v] * hi);
     for (uint32_t e = cpred_begin_[i]; e < cpred_begin_[i + 1]; ++e)
       tail_ns_[cpred_[e]] = std::max(tail_ns_[cpred_[e]], cpred_latency_[e] + fastest + tail_ns_[v]);
   }

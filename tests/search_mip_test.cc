@@ -129,13 +129,12 @@ TEST(SearchMip, HandComputedOptimum) {
 // (c) Random two-GPU instances, 6-12 packs, 5-6 points per GPU (4 ^ 10 and more assignments): the
 // search never beats the exact optimum (it searches the same space under the same model), and its
 // predicted energy is within 3 % of the optimum on all 16 (the target; 1.3 % at most when
-// this was written), with or without its local search (SearchOptions::local_search). Its rounds
-// (SearchOptions::dp_rounds) are what gets it there: one DP from each single clock, the search
-// before them, missed 3 % on four of these (by 3.5 to 5.7 %: its states are judged by delay with
-// the later points at one clock, so what it prunes can still win later). search_gap reports the gap
-// over more instances.
+// this was written), with or without its local search (SearchOptions::local_search), and no
+// higher than without its rounds (SearchOptions::dp_rounds; without them, before the states were
+// spread over the budget's range, it missed 3 % on four of these, by 3.5 to 5.7 %:
+// Search.TheRoundFromTheBestAnswerClosesTheRandomInstancesGaps has two it still misses without
+// them). search_gap reports the gap over more instances.
 TEST(SearchMip, SearchWithinThreePercentOfTheOptimum) {
-  int misses_without_rounds = 0;
   for (uint32_t seed = 1; seed <= 4; ++seed) {
     RandomInstance inst(seed, 6 + 2 * static_cast<int>(seed - 1));
     ASSERT_EQ(inst.err, "");
@@ -168,10 +167,8 @@ TEST(SearchMip, SearchWithinThreePercentOfTheOptimum) {
       EXPECT_LE(dp.predicted.energy_j, one_round.predicted.energy_j);
       EXPECT_LE(refined.predicted.energy_j, m.energy_j * 1.03);
       EXPECT_LE(dp.predicted.energy_j, m.energy_j * 1.03);
-      misses_without_rounds += one_round.predicted.energy_j > m.energy_j * 1.03;
     }
   }
-  EXPECT_GT(misses_without_rounds, 0);
 }
 
 // GLPK 5.0's pseudocost branching stops on an internal assertion (glpios09.c, "dx != 0.0") within

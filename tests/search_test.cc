@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <tuple>
+#include <vector>
 
 #include "search_instances.h"
 #include "simulated_instance.h"
@@ -90,11 +92,12 @@ TEST(Search, StatesKeptByEachGpusDelaySpendASlackGpusTimeEvenly) {
   EXPECT_GT(without.predicted.energy_j, exact + 1e-6);
 }
 
-// The three of bench/search_gap.cc's random instances (5 points per GPU, kernels split at
-// landings) that the DP left over 3 % above the optimum with states kept by the run's delay alone
-// come within it with states kept by each GPU's delay too.
-TEST(Search, StatesKeptByEachGpusDelayCloseTheRandomInstancesGaps) {
-  for (const auto& [seed, kernels, budget] : {std::tuple{3u, 10, 0.2}, {13u, 9, 0.0}, {13u, 9, 0.05}}) {
+// For `seeds` of bench/search_gap.cc's random instances (5 points per GPU, kernels split at
+// landings): the search within 3 % of the optimum and the budget, and where `ablate` is given,
+// the search it changes over 3 %.
+void ExpectWithinThreePercent(const std::vector<std::tuple<uint32_t, int, double>>& seeds,
+                              const std::function<void(SearchOptions*)>& ablate = nullptr) {
+  for (const auto& [seed, kernels, budget] : seeds) {
     SCOPED_TRACE(testing::Message() << "seed " << seed << ", budget " << budget);
     RandomInstance inst(seed, kernels, true);
     ASSERT_EQ(inst.err, "");
@@ -102,16 +105,26 @@ TEST(Search, StatesKeptByEachGpusDelayCloseTheRandomInstancesGaps) {
     double exact_end = 0;
     const double exact = Exhaustive(inst.pred, grid_ms * 1e6, budget, 0, &exact_end);
     SearchOptions o = ExactOptions(budget, grid_ms, 0);
-    SearchResult with, without;
+    SearchResult dp;
     std::string err;
-    ASSERT_TRUE(Search(inst.pred, o, &with, &err)) << err;
-    o.gpu_delays = false;
-    ASSERT_TRUE(Search(inst.pred, o, &without, &err)) << err;
-    EXPECT_GT(without.predicted.energy_j, exact * 1.03);
-    EXPECT_LE(with.predicted.energy_j, exact * 1.03);
-    EXPECT_GE(with.predicted.energy_j, exact - 1e-9);
-    EXPECT_LE(with.predicted.end_ns, inst.pred.base().end_ns * (1 + budget) + 1e-6);
+    ASSERT_TRUE(Search(inst.pred, o, &dp, &err)) << err;
+    EXPECT_GE(dp.predicted.energy_j, exact - 1e-9);
+    EXPECT_LE(dp.predicted.energy_j, exact * 1.03);
+    EXPECT_LE(dp.predicted.end_ns, inst.pred.base().end_ns * (1 + budget) + 1e-6);
+    if (!ablate) continue;
+    ablate(&o);
+    SearchResult ablated;
+    ASSERT_TRUE(Search(inst.pred, o, &ablated, &err)) << err;
+    EXPECT_GT(ablated.predicted.energy_j, exact * 1.03);
   }
+}
+
+// Three of bench/search_gap.cc's random instances (5 points per GPU, kernels split at landings)
+// that the DP leaves over 3 % above the optimum with states kept by the run's delay alone (20 of
+// its first 512) come within it with states kept by each GPU's delay too.
+TEST(Search, StatesKeptByEachGpusDelayCloseTheRandomInstancesGaps) {
+  ExpectWithinThreePercent({{13u, 9, 0.0}, {13u, 9, 0.05}, {78u, 6, 0.02}},
+                           [](SearchOptions* o) { o->gpu_delays = false; });
 }
 
 // bench/search_gap.cc's seed 47 (5 points per GPU, kernels split at landings) at a zero budget:
@@ -135,6 +148,23 @@ TEST(Search, StatesKeptByEachGpusMostDelayedWorkKeepSlackForAfterAWait) {
   EXPECT_GE(by_work.predicted.energy_j, exact - 1e-9);
   EXPECT_LE(by_work.predicted.energy_j, exact * (1 + 1e-9));
   EXPECT_LE(by_work.predicted.end_ns, inst.pred.base().end_ns + 1e-6);
+}
+
+// At a wide budget (20 %: about 200 steps of the budget's discretisation) the front over the
+// run's delay holds far more states than the max_states kept, most of them where the delay is
+// small. Thinned evenly over its states, the DP kept few with the delay the optimum's first points
+// take, and ended 3.2-4.9 % above the optimum on 4 of bench/search_gap.cc's first 512 instances,
+// all at 20 %, these two among them (4.86 and 3.59 %); thinned evenly over the delay range, none
+// of those 512 is over 3 % at 20 %.
+TEST(Search, StatesSpreadOverTheBudgetReachTheOptimumAtAWideBudget) {
+  ExpectWithinThreePercent({{86u, 8, 0.2}, {105u, 11, 0.2}});
+}
+
+// The round with the undecided points at the best answer's clocks (SearchOptions::dp_rounds)
+// brings two of bench/search_gap.cc's instances within 3 % of the optimum (4 of its first 512 miss
+// without it).
+TEST(Search, TheRoundFromTheBestAnswerClosesTheRandomInstancesGaps) {
+  ExpectWithinThreePercent({{113u, 6, 0.05}, {126u, 11, 0.2}}, [](SearchOptions* o) { o->dp_rounds = 0; });
 }
 
 // One GPU: pack A (30 ms, a = 0.1: barely follows the clock) then pack B (30 ms, a = 0.9), T and P
@@ -316,7 +346,7 @@ void ExpectSameSearch(const SearchResult& a, const SearchResult& b) {
 // restores the iteration's first clock and is not a change: the interval counts from the second.)
 TEST(Search, ChangesStayMinIntervalApartBothWays) {
   int backward_kept = 0;
-  for (uint32_t seed = 1; seed <= 12; ++seed)
+  for (uint32_t seed = 1; seed <= 20; ++seed)
     for (double budget : {0.0, 0.05, 0.2}) {
       SCOPED_TRACE(seed);
       SCOPED_TRACE(budget);

@@ -143,6 +143,27 @@ std::vector<size_t> Thin(const std::vector<size_t>& v, size_t k) {
   return out;
 }
 
+// At most k of v (in order of delay), spread evenly over the delay range rather than over v: for
+// each of k delays evenly spaced from the first's to the last's, the nearest not yet kept (both
+// ends kept; the last where k is 1). In v's order.
+std::vector<size_t> ThinOverDelay(const std::vector<size_t>& v, size_t k, const std::function<double(size_t)>& delay) {
+  if (v.size() <= k || k <= 1) return Thin(v, k);
+  const double first = delay(v.front()), last = delay(v.back());
+  std::vector<char> kept(v.size(), 0);
+  for (size_t t = 0; t < k; ++t) {
+    const double target = first + (last - first) * static_cast<double>(t) / static_cast<double>(k - 1);
+    size_t nearest = v.size();
+    for (size_t q = 0; q < v.size(); ++q)
+      if (!kept[q] && (nearest == v.size() || std::abs(delay(v[q]) - target) < std::abs(delay(v[nearest]) - target)))
+        nearest = q;
+    kept[nearest] = 1;
+  }
+  std::vector<size_t> out;
+  for (size_t q = 0; q < v.size(); ++q)
+    if (kept[q]) out.push_back(v[q]);
+  return out;
+}
+
 // The dynamic program with every undecided point j at base[j]: the least-energy state found.
 // Points are decided in time order, or with `backward` from the last: the two prune differently
 // (see dp_search.h). Each point's children are predicted in parallel from their parents' passes,
@@ -268,10 +289,11 @@ State RunDp(const Predictor& predictor, const SearchOptions& opt, const std::vec
     std::stable_sort(others.begin(), others.end(), [&](const auto& a, const auto& b) {
       return std::make_pair((*a.first)[0], total(*a.first)) < std::make_pair((*b.first)[0], total(*b.first));
     });
-    // Each thinned to max_states spread over it: the front over the run's delay, the others over
-    // the run's delay, then the GPUs' total.
+    // Each thinned to max_states: the front evenly over the range of the run's delay (evenly over
+    // its states, the DP lost the larger delays where states crowd at small ones: docs/search.md),
+    // the others evenly over their order by the run's delay, then the GPUs' total.
     const size_t k = static_cast<size_t>(opt.max_states);
-    front = Thin(front, k);
+    front = ThinOverDelay(front, k, [&](size_t i) { return children[i].result.end_ns; });
     std::vector<size_t> other;
     for (const auto& [key, i] : others) other.push_back(i);
     for (size_t i : Thin(other, k)) front.push_back(i);

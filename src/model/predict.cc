@@ -79,6 +79,13 @@ bool Predictor::Init(PredictorInput in, std::string* err) {
   }
   first_member_.resize(np);
   for (size_t p = 0; p < np; ++p) first_member_[p] = pk.members[pk.member_begin[p]];
+  time_by_clock_.resize(np * nc);
+  energy_by_clock_.resize(np * nc);
+  for (size_t p = 0; p < np; ++p)
+    for (size_t c = 0; c < nc; ++c) {
+      time_by_clock_[c * np + p] = in_.pack_time_s[p * nc + c];
+      energy_by_clock_[c * np + p] = in_.pack_energy_j[p * nc + c];
+    }
   // A kernel's share of its pack: by traced duration (evenly where the pack has none).
   kernel_share_.assign(n, 0);
   for (size_t p = 0; p < np; ++p) {
@@ -361,10 +368,11 @@ int Predictor::ClockFrom(const Schedule& s, bool sorted, int gpu, int k, double 
 
 double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t v, uint32_t p, int gpu, int k, double offset_ns,
                               bool add, PassState* st) const {
-  const int nc = clocks(), c0 = in_.default_clock;
+  const int c0 = in_.default_clock;
   const double d0_ns = in_.graph->duration[v];  // at the default clock
-  const double* time = &in_.pack_time_s[static_cast<size_t>(p) * nc];
-  const double* energy = &in_.pack_energy_j[static_cast<size_t>(p) * nc];
+  const size_t np = in_.packing->packs();
+  auto time = [&](int c) { return time_by_clock_[c * np + p]; };
+  auto energy = [&](int c) { return energy_by_clock_[c * np + p]; };
   // The clock at its start, as ClockAt finds it (the last landing at or before it), and the
   // landings after that one.
   int c = c0;
@@ -378,13 +386,13 @@ double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t v, uint32
   double t = offset_ns, work = 1, d = 0, t_s = 0, idle_j = 0, dynamic_j = 0;
   auto piece = [&](double f, int clock) {
     if (!add) return;
-    const double idle = in_.idle_power_w[clock] * time[clock];
-    t_s += f * time[clock];
+    const double idle = in_.idle_power_w[clock] * time(clock);
+    t_s += f * time(clock);
     idle_j += f * idle;
-    dynamic_j += f * (energy[clock] - idle);
+    dynamic_j += f * (energy(clock) - idle);
   };
   for (;;) {
-    const double whole = d0_ns * time[c] / time[c0];  // the kernel at c
+    const double whole = d0_ns * time(c) / time(c0);  // the kernel at c
     while (l && i < l->size() && (*l)[i].t_ns <= t) ++i;
     if (!l || i >= l->size() || (*l)[i].t_ns >= t + work * whole || whole <= 0) {
       piece(work, c);
@@ -434,7 +442,8 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st, d
   const uint32_t* first_member = first_member_.data();
   const char* is_marker = is_marker_.data();
   const int32_t* comm_index = comm_index_.empty() ? nullptr : comm_index_.data();
-  const double* pack_time = in_.pack_time_s.data();
+  const double* pack_time = time_by_clock_.data();  // [clock * np + pack]
+  const size_t np = pk.packs();
   double* finish = st->finish_ns.data();
   int* pack_clock = st->pack_clock.data();
   std::vector<double>& iter_start = st->iter_start_ns;
@@ -495,8 +504,7 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st, d
         double& pack_end = st->pack_end_ns[p];
         pack_end = k != k_pack ? std::numeric_limits<double>::infinity() : std::max(pack_end, offset + d);
       } else {
-        const size_t row = static_cast<size_t>(p) * nc;
-        d *= pack_time[row + pack_clock[p]] / pack_time[row + c0];
+        d *= pack_time[pack_clock[p] * np + p] / pack_time[c0 * np + p];
       }
     } else if (comm_index && comm_index[v] >= 0) {
       const int k = node_iteration_[v], j = comm_index[v];

@@ -214,7 +214,10 @@ class Predictor {
   std::vector<char> scale_clamped_;
   std::vector<double> pack_union_ns_, pack_time0_s_;  // per GPU, at default clocks
   std::vector<double> kernel_share_;                  // per node in a pack: its share of the pack (SplitKernel)
-  std::vector<char> is_marker_;                       // per node: some iteration's marker
+  // in_'s pack tables by clock, [clock * packs + pack]: a pass's packs mostly run at one clock,
+  // so its reads go through them in order rather than one cache line per pack and clock.
+  std::vector<double> time_by_clock_, energy_by_clock_;
+  std::vector<char> is_marker_;  // per node: some iteration's marker
   // With comm_time_ratio: the communication nodes in node order, and per node its index there (-1:
   // not one); empty without.
   std::vector<uint32_t> comm_nodes_;

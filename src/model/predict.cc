@@ -362,7 +362,10 @@ size_t Predictor::LandingsUpTo(const std::vector<Landing>& l, bool sorted, int g
 int Predictor::ClockFrom(const Schedule& s, bool sorted, int gpu, int k, double offset_ns, PassState* st) const {
   if (k < 0 || static_cast<size_t>(gpu) >= s.size() || s[gpu].empty()) return in_.default_clock;
   const std::vector<Landing>& l = s[gpu];
-  const size_t i = LandingsUpTo(l, sorted, gpu, offset_ns, st);
+  return ClockAfter(l, LandingsUpTo(l, sorted, gpu, offset_ns, st), k);
+}
+
+int Predictor::ClockAfter(const std::vector<Landing>& l, size_t i, int k) const {
   return i > 0 ? l[i - 1].clock : k == 0 ? in_.default_clock : l.back().clock;
 }
 
@@ -381,7 +384,7 @@ double Predictor::SplitKernel(const Schedule& s, bool sorted, uint32_t v, uint32
   if (k >= 0 && static_cast<size_t>(gpu) < s.size() && !s[gpu].empty()) {
     l = &s[gpu];
     i = LandingsUpTo(*l, sorted, gpu, offset_ns, st);
-    c = i > 0 ? (*l)[i - 1].clock : k == 0 ? c0 : l->back().clock;
+    c = ClockAfter(*l, i, k);
   }
   double t = offset_ns, work = 1, d = 0, t_s = 0, idle_j = 0, dynamic_j = 0;
   auto piece = [&](double f, int clock) {

@@ -191,6 +191,8 @@ class Predictor {
   size_t LandingsUpTo(const std::vector<Landing>& l, bool sorted, int gpu, double offset_ns, PassState* st) const;
   // ClockAt through LandingsUpTo (st is not used where !sorted).
   int ClockFrom(const Schedule& s, bool sorted, int gpu, int k, double offset_ns, PassState* st) const;
+  // The clock in force in iteration k where i of the GPU's landings l (not empty) lie before it.
+  int ClockAfter(const std::vector<Landing>& l, size_t i, int k) const;
   // split_at_landings: kernel v of pack p, started offset_ns into iteration k on gpu, through the
   // landings in its span (`sorted`: they are in time order); adds its share of the pack into st
   // where `add`, and returns its duration.

@@ -616,6 +616,28 @@ TEST(Gpoeo, SuffixesReadingMultiplesOfOnePeriodAgree) {
   ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 400, 0.03, &gpoeo, true, 96);
 }
 
+// A 0.90 s A100 pipeline (four micro-batches of 0.225 s, with 150 µs CPU gaps) is 9.0 of the
+// counter's 100 ms updates: its quarter puts the readings on the same 9 phases and folds them
+// better (readings within one micro-batch differ less than neighbours), so detection reports the
+// fraction its last suffix took, as it must for the 0.475 s job above. Before the first probe
+// decided, that probe's readings of a slowed micro-batch, off the lattice, read as a shrink, and
+// GPOEO measured a 0.18 s iteration through an alias (1275 MHz read as 0.3 % faster). Now the probe
+// finds that the fraction folds its readings clearly worse than the multiple. (A held-out workload
+// of a corpus made with `emo gpoeo train --device sim:a100 --seed 11`, at the seed of its
+// evaluation there.)
+TEST(Gpoeo, TheFirstProbeTellsAPeriodFromItsFractionOnTheReadingsLattice) {
+  sim::Program program;
+  ASSERT_NO_FATAL_FAILURE(BuildSpec(R"({"cpu": {"launch_gap_us": 150}, "device": "A100-SXM4-80GB",
+      "kind": "pp", "link": "nvlink", "name": "pp2-llama-h3072-l8-s1024-b8-gap150-m4",
+      "model": {"arch": "llama", "batch": 8, "heads": 24, "hidden": 3072, "layers": 8, "seq": 1024, "vocab": 50304},
+      "parallel": {"microbatches": 4, "pp": 2}})",
+                                    &program));
+  GpoeoRun gpoeo;
+  ExpectSettlesWithinItsCap(program, "gpoeo-sim-a100", 150, 0.05, &gpoeo, true, 99);
+  EXPECT_TRUE(gpoeo.findings["multiple_taken"]);
+  EXPECT_FALSE(gpoeo.aliased);
+}
+
 // An iteration of 0.219 s, just over two of the counter's 100 ms updates: the suffixes of the
 // readings see it or its alias just under two (0.184 s) by turns, which read as the same period
 // (GpoeoPeriod.PeriodsJustOverTwoUpdates). Before, they disagreed and GPOEO found no period in

@@ -344,6 +344,7 @@ void Gpoeo::Restart(double now_s) {
   worked_.assign(static_cast<size_t>(gpus_->Count()), false);
   alias_ = false;
   alias_refuted_ = false;
+  multiple_taken_ = false;
   vote_ = GpoeoVote();
   search_mem_ = -1;
   probed_.clear();
@@ -763,7 +764,8 @@ void Gpoeo::RecordAgain() {
   }
 }
 
-Gpoeo::Probed Gpoeo::Measure(int clock, int mem) const {
+Gpoeo::Probed Gpoeo::Measure(int clock, int mem, double ref_s) const {
+  const double period_s = ref_s > 0 ? ref_s : period_s_;
   // The periods the readings can show at these clocks: the iteration at most kAliasTolerance × the
   // clocks' ratio longer and at most 3 % shorter, seen directly or (on the same alias branch as the
   // reference's) through its alias; both until a probe has shown which (GPOEO.md §2 Candidates 3
@@ -771,10 +773,10 @@ Gpoeo::Probed Gpoeo::Measure(int clock, int mem) const {
   GpoeoPeriodOptions po;
   const double r_max = kAliasTolerance * Slowest(clock, mem);
   const double r_min = kImplausiblySooner;
-  po.keep_min_s = alias_ ? kInf : r_min * period_s_;
-  po.keep_max_s = alias_ ? 0 : r_max * period_s_;
-  if (update_s_ > 0 && period_s_ > 2 * update_s_) {
-    const double fs = 1 / update_s_, f = fs - 1 / period_s_;  // the iteration's, if the reference is an alias
+  po.keep_min_s = alias_ ? kInf : r_min * period_s;
+  po.keep_max_s = alias_ ? 0 : r_max * period_s;
+  if (update_s_ > 0 && period_s > 2 * update_s_) {
+    const double fs = 1 / update_s_, f = fs - 1 / period_s;  // the iteration's, if the reference is an alias
     const double hi = fs - f / r_min > 0 ? 1 / (fs - f / r_min) : po.t_up_bound_s;
     po.keep_min_s = std::min(po.keep_min_s, 1 / (fs - f / r_max));
     po.keep_max_s = std::max(po.keep_max_s, std::min(hi, po.t_up_bound_s));
@@ -791,7 +793,31 @@ Gpoeo::Probed Gpoeo::Measure(int clock, int mem) const {
   return probed;
 }
 
+// On the readings' lattice at the default clock (a period of L/k updates folds the same L phases
+// as its multiples) detection cannot tell a period from a multiple of it, and it reports the
+// fraction (GpoeoDetectPeriod): a 0.475 s A100 pipeline read at 0.95 s and 0.475 s is 0.475 s, but
+// a 0.90 s one whose last suffix read a quarter of it (one of four micro-batches) is 0.90 s. A
+// probe's clock moves the iteration off the lattice, where a fraction that is not the period
+// folds the readings clearly worse than the multiple, and a multiple of the period folds them as
+// well as the period itself.
+void Gpoeo::DecideMultiple() {
+  if (detected_.multiple_s <= 0 || alias_ || detected_.period_s <= 0) return;
+  const double k = std::round(detected_.multiple_s / detected_.period_s);
+  const Probed fraction = Measure(probe_, search_mem_), multiple = Measure(probe_, search_mem_, k * period_s_);
+  if (multiple.period_s <= 0) return;
+  const GpoeoUniform u = Signal(trace_start_s_);
+  if (u.x.empty()) return;
+  const GpoeoPeriodOptions po;
+  const double at_multiple = GpoeoMismatch(u.x, u.dt_s, multiple.period_s);
+  if (fraction.period_s > 0 &&
+      GpoeoMismatch(u.x, u.dt_s, fraction.period_s) <= at_multiple * (1 + po.match_rel) + po.match_abs)
+    return;
+  period_s_ *= k;
+  multiple_taken_ = true;
+}
+
 void Gpoeo::EndProbe(double now_s) {
+  if (probed_.empty()) DecideMultiple();
   const Probed probed = Measure(probe_, search_mem_);
   const double slowest = Slowest(probe_, search_mem_);
   probed_.push_back(probed);
@@ -1046,6 +1072,7 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                {"readings_period_s", period_s_},
                {"aliased", alias_},
                {"alias_refuted", alias_refuted_},
+               {"multiple_taken", multiple_taken_},
                {"utilisation_vote", vote_.voted ? nlohmann::ordered_json{{"period_s", vote_.iteration_s},
                                                                          {"mismatch", vote_.mismatch},
                                                                          {"readings_mismatch", vote_.readings_mismatch}}
@@ -1083,6 +1110,12 @@ void Gpoeo::Report(std::vector<std::string>* lines, nlohmann::ordered_json* find
                   period_s(), predicted_mhz_,
                   predicted_mem_mhz_ > 0 ? fmt::format(", memory {} MHz", predicted_mem_mhz_) : std::string(),
                   100 * (predicted_energy_ - 1), 100 * (predicted_time_ - 1)));
+  if (multiple_taken_)
+    lines->push_back(fmt::format(
+        "gpoeo: detection read {:.3f} s, a whole fraction of the {:.3f} s its best estimate took, which the "
+        "readings fold alike at the default clock; the first probe's readings fold clearly worse at the fraction: "
+        "the period is {:.3f} s",
+        detected_.period_s, detected_.multiple_s, period_s_));
   if (vote_.voted)
     lines->push_back(
         fmt::format("gpoeo: the readings' period, {:.3f} s, is the alias of a {:.3f} s iteration, under two of the "

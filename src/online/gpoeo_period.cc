@@ -540,7 +540,10 @@ GpoeoPeriod GpoeoDetectPeriod(const std::vector<double>& x, double dt_s, const G
     auto fold = [&](double c) {
       return FoldMismatch(x, var, RefineCandidate(x, var, c, o.min_period_samples), x.size());
     };
-    if (fold(lag) <= fold(whole_lag) * (1 + o.match_rel) + o.match_abs) r.period_s /= fraction;
+    if (fold(lag) <= fold(whole_lag) * (1 + o.match_rel) + o.match_abs) {
+      r.multiple_s = r.period_s;
+      r.period_s /= fraction;
+    }
   }
   r.score = scores[best];
   if (duration >= o.stable_periods * r.period_s && r.spread < o.stable_spread) {

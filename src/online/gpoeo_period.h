@@ -74,6 +74,10 @@ struct GpoeoPeriod {
   GpoeoVerdict verdict = GpoeoVerdict::kUnstable;
   bool periodic() const { return verdict == GpoeoVerdict::kPeriodic; }
   double period_s = 0;
+  // Where period_s is a whole fraction of the period the best-scored estimate took, that period:
+  // on readings whose phases fall on a lattice the two fold alike, and a probe at another clock,
+  // off the lattice, tells which the iteration is (gpoeo.cc). 0 otherwise.
+  double multiple_s = 0;
   double score = 0;   // the best estimate's lag mismatch (0 repeats exactly, ~1 unrelated; lower is better)
   double spread = 0;  // (max − min)/mean of the suffix estimates (lower is better)
   std::vector<double> estimates_s;  // one per suffix, longest trace first

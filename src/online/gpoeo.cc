@@ -800,25 +800,26 @@ Gpoeo::Probed Gpoeo::Measure(int clock, int mem, double ref_s) const {
 // probe's clock moves the iteration off the lattice, where a fraction that is not the period
 // folds the readings clearly worse than the multiple, and a multiple of the period folds them as
 // well as the period itself.
-void Gpoeo::DecideMultiple() {
-  if (detected_.multiple_s <= 0 || alias_ || detected_.period_s <= 0) return;
+Gpoeo::Probed Gpoeo::MeasureFirstProbe() {
+  const Probed fraction = Measure(probe_, search_mem_);
+  if (detected_.multiple_s <= 0 || alias_ || detected_.period_s <= 0) return fraction;
   const double k = std::round(detected_.multiple_s / detected_.period_s);
-  const Probed fraction = Measure(probe_, search_mem_), multiple = Measure(probe_, search_mem_, k * period_s_);
-  if (multiple.period_s <= 0) return;
+  const Probed multiple = Measure(probe_, search_mem_, k * period_s_);
+  if (multiple.period_s <= 0) return fraction;
   const GpoeoUniform u = Signal(trace_start_s_);
-  if (u.x.empty()) return;
+  if (u.x.empty()) return fraction;
   const GpoeoPeriodOptions po;
   const double at_multiple = GpoeoMismatch(u.x, u.dt_s, multiple.period_s);
   if (fraction.period_s > 0 &&
       GpoeoMismatch(u.x, u.dt_s, fraction.period_s) <= at_multiple * (1 + po.match_rel) + po.match_abs)
-    return;
+    return fraction;
   period_s_ *= k;
   multiple_taken_ = true;
+  return multiple;
 }
 
 void Gpoeo::EndProbe(double now_s) {
-  if (probed_.empty()) DecideMultiple();
-  const Probed probed = Measure(probe_, search_mem_);
+  const Probed probed = probed_.empty() ? MeasureFirstProbe() : Measure(probe_, search_mem_);
   const double slowest = Slowest(probe_, search_mem_);
   probed_.push_back(probed);
   if (!alias_ && !alias_refuted_ && GpoeoShrinkLooksAliased(update_s_, period_s_, probed.period_s, slowest)) {

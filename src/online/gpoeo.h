@@ -292,10 +292,11 @@ class Gpoeo : public OnlineMethod {
   // The probe just measured (since trace_start_s_) at SM clock `clock` and memory clock `mem`,
   // against the reference period ref_s (0: period_s_).
   Probed Measure(int clock, int mem, double ref_s = 0) const;
-  // At the first probe, where detection took a whole fraction of the period its best estimate
-  // took (detected_.multiple_s): which of the two the iteration is, from the probe's readings.
-  void DecideMultiple();
-  bool multiple_taken_ = false;  // DecideMultiple took the multiple (for the report)
+  // The first probe as Measure gives it; where detection took a whole fraction of the period its
+  // best estimate took (detected_.multiple_s), measured against whichever of the two the probe's
+  // readings say the iteration is (period_s_ becomes the multiple where they say so).
+  Probed MeasureFirstProbe();
+  bool multiple_taken_ = false;  // MeasureFirstProbe took the multiple (for the report)
   // A new search of the SM clock at search_mem_, from `start`.
   std::unique_ptr<GpoeoSearch> NewSearch(int start) const;
   // A new search from the first probe's clock, every probe so far measured again as alias_ says.

@@ -1006,16 +1006,20 @@ bool Gpoeo::Guard(double now_s) {
   const double from = now_s - window;
   Probed held{chosen_ci_, FoldPeriod(from, chosen_period_s_, kFoldRange), 0, mem};
   held.power_w = MeanPower(from, held.period_s);
-  // An iteration that moved by more than a probe misreads it is the job's doing, not the clock's:
-  // a phase change under the check's drift (a model grown by 8 %), which the cap cannot be held to
-  // by raising the clock against the old reference.
-  if (std::abs(TruePeriod(held.period_s) / TruePeriod(chosen_period_s_) - 1) > kGuardRange) {
+  double e = kInf, t = kInf;
+  Ratios(held, &e, &t);
+  // An iteration that moved by more than a probe misreads it, to where the clock cannot have taken
+  // it (over the cap the search kept to, or sooner than the default clock runs), is the job's doing,
+  // not the clock's: a phase change under the check's drift (a model grown by 8 %), which the cap
+  // cannot be held to by raising the clock against the old reference. Moved within that range, it
+  // is the probe's misreading: near a whole number of readings a probe's 4 s fold can be 3-4 % off,
+  // and each start over would probe, hold and misread again.
+  const bool moved = std::abs(TruePeriod(held.period_s) / TruePeriod(chosen_period_s_) - 1) > kGuardRange;
+  if (moved && !(t >= 1 - kGuardRange && t <= 1 + o_.max_slowdown + kGuardMargin)) {
     phase_changes_.push_back({now_s, chosen_period_s_, held.period_s, chosen_power_w_, held.power_w});
     Restart(now_s);
     return true;
   }
-  double e = kInf, t = kInf;
-  Ratios(held, &e, &t);
   if (!std::isfinite(t)) return false;
   guard_time_ = t, guard_energy_ = e;
   if (t <= 1 + o_.max_slowdown + kGuardMargin) return false;

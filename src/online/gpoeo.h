@@ -51,7 +51,8 @@
 // - The held clock is measured on (guard=1, the energy objective): over the last
 //   max(kGuardS, kGuardPeriods periods) of holding, the period its probe measured is refined and
 //   read as a time ratio like a probe's; above the cap by over kGuardMargin, the clock goes up one
-//   supported step, and the window starts over. An iteration read over 3 % away from its probe's
+//   supported step, and the window starts over. An iteration read over 3 % away from its probe's,
+//   where the clock cannot have taken it (over the cap, or sooner than the default clock runs),
 //   is the job's doing (a phase change under the check's drift), and GPOEO starts over.
 //   A 4 s probe reads an iteration of a few tenths of a second to about a point (1815 MHz on an
 //   H100 pipeline read +4.8 % and runs +6.0 %); 20 s read it to about 0.1. Upstream has none.

@@ -4,7 +4,7 @@
 // predictor splits kernels at landings (as emo optimize's does), which the program does not
 // restate: the optimum is then found by enumerating every assignment (4^(2 POINTS) passes).
 // Run: build/search_gap [SEEDS=8] [MAX_STATES=8] [POINTS=7] [LOCAL_SEARCH=0] [PAIRS=0] [BACKWARD=1] [SPLIT=0]
-//                       [GPU_DELAYS=1] [BY_WORK=0]
+//                       [GPU_DELAYS=1] [BY_WORK=0] [FIRST_SEED=1]
 // (points per GPU: the grid is the iteration / POINTS, rounded up to a ms; budgets 0, 0.02, 0.05, 0.2; 6-12 packs; no
 // latency or jitter, changes at every point: the settings under which the program is exact)
 #include <chrono>
@@ -28,11 +28,12 @@ int main(int argc, char** argv) {
   const bool split = argc > 7 && std::atoi(argv[7]) != 0;
   const bool gpu_delays = argc <= 8 || std::atoi(argv[8]) != 0;
   const bool by_work = argc > 9 && std::atoi(argv[9]) != 0;
+  const int first_seed = argc > 10 ? std::atoi(argv[10]) : 1;  // instances never run before: a later range
   std::printf("%4s %5s %6s %6s %10s %10s %7s %7s %7s\n", "seed", "packs", "points", "budget", "optimum_j", "search_j",
               "gap_%", split ? "enum_s" : "mip_s", "dp_s");
   double sum = 0, most = 0;
   int n = 0, over = 0;
-  for (int seed = 1; seed <= seeds; ++seed) {
+  for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
     const int kernels = 6 + 2 * (seed - 1) % 7;  // 6, 8, 10, 12, 7, 9, 11, 6, ...
     RandomInstance inst(static_cast<uint32_t>(seed), kernels, split);
     if (!inst.err.empty()) {

@@ -423,7 +423,7 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st, d
   const Graph& g = *in_.graph;
   const Packing& pk = *in_.packing;
   const size_t n = g.nodes();
-  const int nc = clocks(), c0 = in_.default_clock;
+  const int c0 = in_.default_clock;
   const bool split = in_.split_at_landings;
   std::vector<char>& sorted = st->sorted;
   st->cursor.assign(static_cast<size_t>(gpus_), 0);
@@ -561,13 +561,13 @@ Predictor::Result Predictor::Pass(const Schedule& s, size_t v0, PassState* st, d
       pack_t[pk.rank[p]] += st->pack_time_s[p];
     }
   } else {
-    for (size_t p = 0; p < pk.packs(); ++p) {
+    for (size_t p = 0; p < np; ++p) {
       const int c = st->pack_clock[p];
-      const size_t i = p * nc + c;
-      const double idle_j = in_.idle_power_w[c] * in_.pack_time_s[i];
+      const size_t i = c * np + p;  // the tables by clock, as the pass above reads them
+      const double idle_j = in_.idle_power_w[c] * time_by_clock_[i];
       r.gpu_energy_j[pk.rank[p]] += idle_j;
-      dynamic_j[pk.rank[p]] += in_.pack_energy_j[i] - idle_j;
-      pack_t[pk.rank[p]] += in_.pack_time_s[i];
+      dynamic_j[pk.rank[p]] += energy_by_clock_[i] - idle_j;
+      pack_t[pk.rank[p]] += time_by_clock_[i];
     }
   }
   const double idle0 = in_.idle_power_w[c0];

@@ -1015,14 +1015,15 @@ bool Gpoeo::Guard(double now_s) {
   // is the probe's misreading: near a whole number of readings a probe's 4 s fold can be 3-4 % off,
   // and each start over would probe, hold and misread again.
   const bool moved = std::abs(TruePeriod(held.period_s) / TruePeriod(chosen_period_s_) - 1) > kGuardRange;
-  if (moved && !(t >= 1 - kGuardRange && t <= 1 + o_.max_slowdown + kGuardMargin)) {
+  const bool over_cap = !(t <= 1 + o_.max_slowdown + kGuardMargin);
+  if (moved && (over_cap || t < 1 - kGuardRange)) {
     phase_changes_.push_back({now_s, chosen_period_s_, held.period_s, chosen_power_w_, held.power_w});
     Restart(now_s);
     return true;
   }
   if (!std::isfinite(t)) return false;
   guard_time_ = t, guard_energy_ = e;
-  if (t <= 1 + o_.max_slowdown + kGuardMargin) return false;
+  if (!over_cap) return false;
   ++chosen_ci_;
   guard_steps_.push_back({now_s, chosen_mhz_, clocks_[static_cast<size_t>(chosen_ci_)], t});
   chosen_mhz_ = clocks_[static_cast<size_t>(chosen_ci_)];
